@@ -1,0 +1,41 @@
+import type { Store } from '../db/database.ts';
+import { CatalogService } from '../modules/catalog/service.ts';
+import { IdempotencyService } from '../modules/idempotency/service.ts';
+import { OrdersService } from '../modules/orders/service.ts';
+import { RecordsService } from '../modules/records/service.ts';
+import { TeamsService } from '../modules/teams/service.ts';
+import type { Config } from './config.ts';
+import type { Secrets } from './secrets.ts';
+
+/** Everything a process needs, assembled once. Modules reach each other only through these services. */
+export interface AppContext {
+  config: Config;
+  store: Store;
+  secrets: Secrets;
+  services: {
+    teams: TeamsService;
+    idempotency: IdempotencyService;
+    catalog: CatalogService;
+    orders: OrdersService;
+    records: RecordsService;
+  };
+}
+
+export function createContext(config: Config, store: Store, secrets: Secrets): AppContext {
+  const teams = new TeamsService(store);
+  const catalog = new CatalogService(store);
+  const records = new RecordsService(store);
+  const orders = new OrdersService(store, catalog);
+  return {
+    config,
+    store,
+    secrets,
+    services: {
+      teams,
+      idempotency: new IdempotencyService(store, secrets, config.idempotencyTtlHours),
+      catalog,
+      orders,
+      records,
+    },
+  };
+}

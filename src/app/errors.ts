@@ -1,0 +1,57 @@
+/**
+ * One catalogue of the errors a client can cause, each with a stable code, an HTTP status
+ * and a default message. Services throw `ApiError`; one handler turns it into the envelope.
+ */
+export const ERRORS = {
+  // authentication_error
+  unauthenticated: { status: 401, type: 'authentication_error', message: 'A valid API token is required: send Authorization: Bearer <token>.' },
+  token_revoked: { status: 401, type: 'authentication_error', message: 'This API token has been revoked.' },
+  token_expired: { status: 401, type: 'authentication_error', message: 'This API token has expired.' },
+  // invalid_request_error
+  validation_failed: { status: 422, type: 'invalid_request_error', message: 'The request is invalid.' },
+  malformed_json: { status: 400, type: 'invalid_request_error', message: 'The request body is not valid JSON.' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error', message: 'Send the request body as application/json.' },
+  body_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is too large.' },
+  not_found: { status: 404, type: 'invalid_request_error', message: 'Not found.' },
+  route_not_found: { status: 404, type: 'invalid_request_error', message: 'No such endpoint.' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
+  conflict: { status: 409, type: 'invalid_request_error', message: 'The request conflicts with the current state.' },
+  order_not_payable: { status: 409, type: 'invalid_request_error', message: 'This order cannot be paid in its current state.' },
+  // idempotency_error
+  idempotency_in_flight: { status: 409, type: 'idempotency_error', message: 'A request with this Idempotency-Key is still being processed; retry later.' },
+  idempotency_key_reused: { status: 422, type: 'idempotency_error', message: 'This Idempotency-Key was already used with a different request body.' },
+  // api_error
+  internal: { status: 500, type: 'api_error', message: 'Something went wrong on our side. The error has been logged.' },
+  unavailable: { status: 503, type: 'api_error', message: 'The service is not ready.' },
+} as const satisfies Record<string, { status: number; type: string; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface FieldError {
+  /** Dotted path of the failing field, e.g. `payment.card_exp` or `products.0.quantity`. */
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly fields: FieldError[] | undefined;
+  readonly data: Record<string, unknown> | null;
+
+  constructor(code: ErrorCode, message?: string, opts: { fields?: FieldError[]; data?: Record<string, unknown> } = {}) {
+    super(message ?? ERRORS[code].message);
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.fields = opts.fields;
+    this.data = opts.data ?? null;
+  }
+}
+
+export function notFound(what: string): ApiError {
+  return new ApiError('not_found', `${what} not found.`);
+}
+
+export function invalid(path: string, message: string): ApiError {
+  return new ApiError('validation_failed', `${path}: ${message}`, { fields: [{ path, message }] });
+}

@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import client from 'prom-client';
+import type { Store } from '../db/database.ts';
+
+/** A registry per server instance, so several servers in one process (tests) do not collide. */
+export function registerMetrics(app: FastifyInstance, store: Store): client.Registry {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+
+  const requests = new client.Counter({
+    name: 'checkstand_http_requests_total',
+    help: 'HTTP requests by route template, method and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    registers: [registry],
+  });
+  const duration = new client.Histogram({
+    name: 'checkstand_http_request_duration_seconds',
+    help: 'HTTP request latency by route template, method and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const pool = store.pool;
+  new client.Gauge({
+    name: 'checkstand_db_pool_connections',
+    help: 'Database pool connections by state (total, idle, waiting clients)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      this.set({ state: 'total' }, pool.totalCount);
+      this.set({ state: 'idle' }, pool.idleCount);
+      this.set({ state: 'waiting' }, pool.waitingCount);
+    },
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    // The route template, never the raw URL: ids in paths would explode the label set.
+    const route = req.routeOptions.url ?? 'unmatched';
+    const labels = { method: req.method, route, status_code: String(reply.statusCode) };
+    requests.inc(labels);
+    duration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
+  return registry;
+}

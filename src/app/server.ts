@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import { pendingMigrations } from '../db/migrate.ts';
+import { registerCatalogRoutes } from '../modules/catalog/routes.ts';
+import { registerOrderRoutes } from '../modules/orders/routes.ts';
+import { registerRecordRoutes } from '../modules/records/routes.ts';
+import type { AppContext } from './context.ts';
+import { errorBody } from './envelope.ts';
+import { ApiError, type FieldError } from './errors.ts';
+import type { Http } from './http.ts';
+import { MAX_KEY_LENGTH } from '../modules/idempotency/service.ts';
+import { registerMetrics } from './metrics.ts';
+import { API_DESCRIPTION } from './openapi.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+function fieldErrorsOf(err: FastifyError & { validationContext?: string }): FieldError[] {
+  if (!hasZodFastifySchemaValidationErrors(err)) return [{ path: err.validationContext ?? 'body', message: err.message }];
+  const where = err.validationContext && err.validationContext !== 'body' ? `${err.validationContext}.` : '';
+  return err.validation.flatMap((v) => {
+    const base = v.instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
+    const params = v.params as { keys?: string[] };
+    if (v.keyword === 'unrecognized_keys' && params.keys) {
+      return params.keys.map((k) => ({ path: where + (base ? `${base}.${k}` : k), message: 'is not a field you can set here' }));
+    }
+    return [{ path: where + (base || '(root)'), message: v.message ?? 'is invalid' }];
+  });
+}
+
+function sendError(reply: FastifyReply, err: ApiError) {
+  return reply.code(err.status).send(errorBody(err.code, err.message, err.fields, err.data));
+}
+
+export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: ctx.config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    requestIdLogLabel: 'request_id',
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorateRequest('team', null);
+  app.decorateRequest('idempotency', null);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  app.setErrorHandler((err: FastifyError & { validationContext?: string }, req, reply) => {
+    if (err instanceof ApiError) return sendError(reply, err);
+    if (err.validation) {
+      const fields = fieldErrorsOf(err);
+      const summary = fields.map((f) => `${f.path}: ${f.message}`).join('; ');
+      return sendError(reply, new ApiError('validation_failed', `The request is invalid: ${summary}`, { fields }));
+    }
+    switch (err.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendError(reply, new ApiError('body_too_large'));
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return sendError(reply, new ApiError('unsupported_media_type'));
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        return sendError(reply, new ApiError('malformed_json'));
+    }
+    if (err instanceof SyntaxError && err.statusCode === 400) return sendError(reply, new ApiError('malformed_json'));
+    if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode).send(errorBody('validation_failed', 'The request could not be processed.'));
+    }
+    // Unknown: detail in the log only (the logger redacts card fields), a generic body to the client.
+    req.log.error({ err }, 'unhandled error');
+    return sendError(reply, new ApiError('internal'));
+  });
+
+  app.setNotFoundHandler((req, reply) => sendError(reply, new ApiError('route_not_found', `No such endpoint: ${req.method} ${req.url.split('?')[0]}`)));
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Checkstand API', version: '1', description: API_DESCRIPTION },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API token (`csk_…`)' } } },
+      security: [{ bearer: [] }],
+      tags: [
+        { name: 'checkout', description: 'The funnel: leads, orders, payments' },
+        { name: 'catalog', description: 'Campaigns, products, offers, upsells, coupons' },
+        { name: 'records', description: 'Orders, customers, transactions, fulfillments, subscriptions' },
+        { name: 'operations', description: 'Health, readiness, metrics' },
+      ],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  registerMetrics(app, ctx.store);
+
+  app.get('/healthz', { schema: { tags: ['operations'], security: [] } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { tags: ['operations'], security: [] } }, async (_req, reply) => {
+    try {
+      const pending = await ctx.store.run((db) => pendingMigrations(db));
+      if (pending.length > 0) return reply.code(503).send({ status: 'migrations_pending', pending });
+      return { status: 'ready', database: ctx.store.kind };
+    } catch {
+      return reply.code(503).send({ status: 'database_unreachable' });
+    }
+  });
+
+  // Everything under /checkout and /v1 needs a bearer token and takes Idempotency-Key on POST.
+  await app.register(async (api: Http) => {
+    api.addHook('onRequest', async (req: FastifyRequest) => {
+      const header = req.headers.authorization;
+      const secret = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+      req.team = await ctx.services.teams.authenticate(secret);
+    });
+
+    api.addHook('preHandler', async (req, reply) => {
+      if (req.method !== 'POST') return;
+      const raw = req.headers['idempotency-key'];
+      if (raw === undefined) return;
+      const key = Array.isArray(raw) ? raw[0] : raw;
+      if (!key || key.length > MAX_KEY_LENGTH) {
+        throw new ApiError('validation_failed', `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} characters.`, {
+          fields: [{ path: 'headers.idempotency-key', message: `must be 1 to ${MAX_KEY_LENGTH} characters` }],
+        });
+      }
+      const teamId = req.team!.teamId;
+      const route = req.routeOptions.url ?? req.url;
+      const outcome = await ctx.services.idempotency.begin(teamId, key, req.method, route, req.body);
+      if (outcome.kind === 'replay') {
+        req.idempotency = { teamId, key, replayed: true };
+        return reply.code(outcome.status).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(outcome.body);
+      }
+      req.idempotency = { teamId, key, replayed: false };
+    });
+
+    api.addHook('onSend', async (req, reply, payload) => {
+      const idem = req.idempotency;
+      if (!idem || idem.replayed) return payload;
+      await ctx.services.idempotency.finish(idem.teamId, idem.key, reply.statusCode, typeof payload === 'string' ? payload : String(payload ?? ''));
+      return payload;
+    });
+
+    registerOrderRoutes(api, ctx);
+    registerCatalogRoutes(api, ctx);
+    registerRecordRoutes(api, ctx);
+  });
+
+  return app as unknown as Http;
+}

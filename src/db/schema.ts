@@ -1,0 +1,275 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/** Columns with a database default: optional on insert, always present on select. */
+type Defaulted<T> = ColumnType<T, T | undefined, T>;
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json<T> = ColumnType<T, string, string>;
+
+export interface Address {
+  line1?: string | undefined;
+  line2?: string | undefined;
+  city?: string | undefined;
+  state?: string | undefined;
+  postal_code?: string | undefined;
+  country?: string | undefined;
+  first_name?: string | undefined;
+  last_name?: string | undefined;
+}
+
+export interface TeamsTable {
+  id: string;
+  name: string;
+  created_at: Timestamp;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  team_id: string;
+  name: string;
+  token_hash: string;
+  token_hint: string;
+  created_at: Timestamp;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface CampaignsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  name: string;
+  currency: string;
+  gateway_id: string | null;
+  payment_orchestrator_id: string | null;
+  is_active: Defaulted<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProductsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  name: string;
+  sku: string | null;
+  description: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type BillingType = 'one_time' | 'recurring' | 'trial';
+export type IntervalUnit = 'day' | 'week' | 'month' | 'year';
+export type FulfillmentType = 'physical' | 'digital';
+
+export interface OffersTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  campaign_id: string;
+  product_id: string;
+  name: string;
+  price: number;
+  shipping: Defaulted<number>;
+  billing_type: BillingType;
+  interval_unit: IntervalUnit | null;
+  interval_count: number | null;
+  trial_days: number | null;
+  recurring_price: number | null;
+  recurring_shipping: number | null;
+  fulfillment_type: FulfillmentType;
+  is_active: Defaulted<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface UpsellsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  campaign_id: string;
+  offer_id: string;
+  step: number;
+  name: string;
+  is_active: Defaulted<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CouponsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  code: string;
+  campaign_id: string | null;
+  percent_off: number | null;
+  amount_off: number | null;
+  currency: string | null;
+  max_redemptions: number | null;
+  times_redeemed: Defaulted<number>;
+  expires_at: Date | null;
+  is_active: Defaulted<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CustomersTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  phone: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CustomerNotesTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  customer_id: string;
+  body: string;
+  author: string;
+  created_at: Timestamp;
+}
+
+export interface OrdersTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  campaign_id: string;
+  customer_id: string;
+  status: string;
+  payment_status: string | null;
+  currency: string;
+  subtotal: Defaulted<number>;
+  shipping_total: Defaulted<number>;
+  discount_total: Defaulted<number>;
+  total: Defaulted<number>;
+  is_test: Defaulted<boolean>;
+  is_throttle: Defaulted<boolean>;
+  phone: string | null;
+  shipping_address: Json<Address> | null;
+  billing_address: Json<Address> | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface OrderLinesTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  order_id: string;
+  offer_id: string;
+  product_id: string;
+  upsell_id: string | null;
+  name: string;
+  quantity: number;
+  unit_price: number;
+  shipping: number;
+  line_total: number;
+  billing_type: BillingType;
+  fulfillment_type: FulfillmentType;
+  created_at: Timestamp;
+}
+
+export interface OrderEventsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  order_id: string;
+  type: string;
+  data: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+}
+
+export interface TransactionsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  order_id: string;
+  type: string;
+  status: string;
+  amount: number;
+  currency: string;
+  gateway_id: string | null;
+  provider_ref: string | null;
+  response_code: string | null;
+  response_text: string | null;
+  card_brand: string | null;
+  card_bin: string | null;
+  card_last4: string | null;
+  card_exp: string | null;
+  is_test: Defaulted<boolean>;
+  created_at: Timestamp;
+}
+
+export interface FulfillmentsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  order_id: string;
+  status: string;
+  lines: Json<unknown[]>;
+  tracking_number: string | null;
+  carrier: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SubscriptionsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  order_id: string;
+  customer_id: string;
+  offer_id: string;
+  status: string;
+  interval_unit: string;
+  interval_count: number;
+  recurring_price: number;
+  currency: string;
+  next_billing_at: Date | null;
+  externally_managed: Defaulted<boolean>;
+  membership_ref: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface IdempotencyKeysTable {
+  team_id: string;
+  key: string;
+  fingerprint: string;
+  method: string;
+  path: string;
+  state: 'in_flight' | 'done';
+  response_status: number | null;
+  response_body: string | null;
+  created_at: Timestamp;
+  expires_at: Date | string;
+}
+
+export interface DB {
+  teams: TeamsTable;
+  api_tokens: ApiTokensTable;
+  campaigns: CampaignsTable;
+  products: ProductsTable;
+  offers: OffersTable;
+  upsells: UpsellsTable;
+  coupons: CouponsTable;
+  customers: CustomersTable;
+  customer_notes: CustomerNotesTable;
+  orders: OrdersTable;
+  order_lines: OrderLinesTable;
+  order_events: OrderEventsTable;
+  transactions: TransactionsTable;
+  fulfillments: FulfillmentsTable;
+  subscriptions: SubscriptionsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export type Row<T extends keyof DB> = Selectable<DB[T]>;
+export type NewRow<T extends keyof DB> = Insertable<DB[T]>;
+export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;

@@ -1,0 +1,4 @@
+import type { AppContext } from '../../app/context.ts';
+import type { Http } from '../../app/http.ts';
+
+export function registerOrderRoutes(_app: Http, _ctx: AppContext): void {}

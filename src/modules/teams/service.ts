@@ -1,0 +1,96 @@
+import { ApiError } from '../../app/errors.ts';
+import { newId, randomToken } from '../../app/ids.ts';
+import { sha256Hex } from '../../app/secrets.ts';
+import type { Store } from '../../db/database.ts';
+import type { Row } from '../../db/schema.ts';
+import * as repo from './repo.ts';
+
+/** API tokens are `csk_` + 40 random characters: recognisable to secret scanners, ~238 bits. */
+export const TOKEN_PREFIX = 'csk_';
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface AuthenticatedTeam {
+  teamId: string;
+  tokenId: string;
+}
+
+export interface IssuedToken {
+  token: Row<'api_tokens'>;
+  /** The secret itself: shown once, never stored. */
+  secret: string;
+}
+
+export function tokenView(t: Row<'api_tokens'>) {
+  return {
+    id: t.id,
+    team_id: t.team_id,
+    name: t.name,
+    hint: `${TOKEN_PREFIX}…${t.token_hint}`,
+    created_at: t.created_at.toISOString(),
+    last_used_at: t.last_used_at?.toISOString() ?? null,
+    expires_at: t.expires_at?.toISOString() ?? null,
+    revoked_at: t.revoked_at?.toISOString() ?? null,
+  };
+}
+
+export class TeamsService {
+  constructor(private readonly store: Store) {}
+
+  async createTeam(name: string): Promise<Row<'teams'>> {
+    return this.store.run((db) => repo.insertTeam(db, { id: newId('team'), name }));
+  }
+
+  async listTeams(): Promise<Row<'teams'>[]> {
+    return this.store.run((db) => repo.listTeams(db));
+  }
+
+  async createToken(teamId: string, name: string): Promise<IssuedToken> {
+    const team = await this.store.run((db) => repo.findTeam(db, teamId));
+    if (!team) throw new ApiError('not_found', `Team ${teamId} not found.`);
+    const secret = TOKEN_PREFIX + randomToken(40);
+    const token = await this.store.run((db) =>
+      repo.insertToken(db, { id: newId('token'), team_id: teamId, name, token_hash: sha256Hex(secret), token_hint: secret.slice(-4) }),
+    );
+    return { token, secret };
+  }
+
+  async listTokens(teamId?: string): Promise<Row<'api_tokens'>[]> {
+    return this.store.run((db) => repo.listTokens(db, teamId));
+  }
+
+  async revokeToken(tokenId: string): Promise<Row<'api_tokens'>> {
+    const revoked = await this.store.run((db) => repo.revokeToken(db, tokenId, new Date()));
+    if (!revoked) throw new ApiError('not_found', `Active token ${tokenId} not found.`);
+    return revoked;
+  }
+
+  /**
+   * Issues a replacement with the same name and lets the old token live on for `graceSeconds`
+   * (0 revokes it at once), so deployed funnels can be switched over without downtime.
+   */
+  async rotateToken(tokenId: string, graceSeconds: number): Promise<IssuedToken & { old: Row<'api_tokens'> }> {
+    const old = await this.store.run((db) => repo.findToken(db, tokenId));
+    if (!old || old.revoked_at) throw new ApiError('not_found', `Active token ${tokenId} not found.`);
+    const issued = await this.createToken(old.team_id, old.name);
+    const until = new Date(Date.now() + graceSeconds * 1000);
+    if (graceSeconds === 0) await this.store.run((db) => repo.revokeToken(db, tokenId, until));
+    else await this.store.run((db) => repo.expireToken(db, tokenId, until));
+    const updated = await this.store.run((db) => repo.findToken(db, tokenId));
+    return { ...issued, old: updated ?? old };
+  }
+
+  /** Resolves a bearer secret to its team, or throws 401. */
+  async authenticate(secret: string | undefined): Promise<AuthenticatedTeam> {
+    if (!secret || !secret.startsWith(TOKEN_PREFIX) || secret.length > 200) throw new ApiError('unauthenticated');
+    const token = await this.store.run((db) => repo.findTokenByHash(db, sha256Hex(secret)));
+    if (!token) throw new ApiError('unauthenticated');
+    const now = new Date();
+    if (token.revoked_at) throw new ApiError('token_revoked');
+    if (token.expires_at && token.expires_at <= now) throw new ApiError('token_expired');
+    // last_used_at to the minute: one write per token per minute, not one per request.
+    if (!token.last_used_at || now.getTime() - token.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+      await this.store.run((db) => repo.touchToken(db, token.id, now));
+    }
+    return { teamId: token.team_id, tokenId: token.id };
+  }
+}
