@@ -1,6 +1,133 @@
+import { ApiError, invalid, notFound } from '../../app/errors.ts';
+import { newId } from '../../app/ids.ts';
+import { iso, type ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store } from '../../db/database.ts';
+import { cursorSeq, type ListableTable, toPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
+import type {
+  Campaign,
+  Coupon,
+  CreateCampaign,
+  CreateCoupon,
+  CreateOffer,
+  CreateProduct,
+  CreateUpsell,
+  Offer,
+  Product,
+  UpdateCampaign,
+  UpdateCoupon,
+  UpdateOffer,
+  UpdateProduct,
+  UpdateUpsell,
+  Upsell,
+} from './schemas.ts';
+
+export interface ListPage<T> {
+  items: T[];
+  has_more: boolean;
+}
+
+export type CampaignFilter = ListQuery & { campaign_id?: string | undefined };
+
+// ---- the one place rows become what the API shows (never team_id or seq)
+
+export function campaignView(r: Row<'campaigns'>): Campaign {
+  return {
+    object: 'campaign',
+    id: r.id,
+    name: r.name,
+    currency: r.currency,
+    gateway_id: r.gateway_id,
+    payment_orchestrator_id: r.payment_orchestrator_id,
+    is_active: r.is_active,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+export function productView(r: Row<'products'>): Product {
+  return {
+    object: 'product',
+    id: r.id,
+    name: r.name,
+    sku: r.sku,
+    description: r.description,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+export function offerView(r: Row<'offers'>): Offer {
+  return {
+    object: 'offer',
+    id: r.id,
+    campaign_id: r.campaign_id,
+    product_id: r.product_id,
+    name: r.name,
+    price: r.price,
+    shipping: r.shipping,
+    billing: r.billing_type,
+    interval_unit: r.interval_unit,
+    interval_count: r.interval_count,
+    trial_days: r.trial_days,
+    recurring_price: r.recurring_price,
+    recurring_shipping: r.recurring_shipping,
+    fulfillment_type: r.fulfillment_type,
+    is_active: r.is_active,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+export function upsellView(r: Row<'upsells'>): Upsell {
+  return {
+    object: 'upsell',
+    id: r.id,
+    campaign_id: r.campaign_id,
+    offer_id: r.offer_id,
+    step: r.step,
+    name: r.name,
+    is_active: r.is_active,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+export function couponView(r: Row<'coupons'>): Coupon {
+  return {
+    object: 'coupon',
+    id: r.id,
+    code: r.code,
+    campaign_id: r.campaign_id,
+    percent_off: r.percent_off,
+    amount_off: r.amount_off,
+    currency: r.currency,
+    max_redemptions: r.max_redemptions,
+    times_redeemed: r.times_redeemed,
+    expires_at: iso(r.expires_at),
+    is_active: r.is_active,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = err as { code?: unknown; constraint?: unknown } | null;
+  return typeof e === 'object' && e !== null && e.code === '23505' && e.constraint === constraint;
+}
+
+/** Drops absent keys; an empty result means the PATCH changes nothing. */
+function presentFields<T extends object>(patch: T): Partial<T> | null {
+  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+  return entries.length === 0 ? null : (Object.fromEntries(entries) as Partial<T>);
+}
+
+function skuTaken(sku: string | null | undefined): ApiError {
+  return new ApiError('conflict', `A product with the SKU "${sku}" already exists in this team.`, {
+    fields: [{ path: 'sku', message: 'is already used by another product' }],
+  });
+}
 
 export class CatalogService {
   constructor(private readonly store: Store) {}
@@ -16,5 +143,255 @@ export class CatalogService {
 
   findUpsell(db: Executor, teamId: string, id: string): Promise<Row<'upsells'> | undefined> {
     return repo.findUpsell(db, teamId, id);
+  }
+
+  // ---- campaigns
+
+  async createCampaign(teamId: string, input: CreateCampaign): Promise<Campaign> {
+    const row = await this.store.run((db) =>
+      repo.insertCampaign(db, {
+        id: newId('campaign'),
+        team_id: teamId,
+        name: input.name,
+        currency: input.currency,
+        gateway_id: input.gateway_id ?? null,
+        payment_orchestrator_id: input.payment_orchestrator_id ?? null,
+      }),
+    );
+    return campaignView(row);
+  }
+
+  async getCampaign(teamId: string, id: string): Promise<Campaign> {
+    const row = await this.store.run((db) => repo.findCampaign(db, teamId, id));
+    if (!row) throw notFound('Campaign');
+    return campaignView(row);
+  }
+
+  async updateCampaign(teamId: string, id: string, patch: UpdateCampaign): Promise<Campaign> {
+    const fields = presentFields(patch);
+    if (!fields) return this.getCampaign(teamId, id);
+    const row = await this.store.run((db) => repo.updateCampaign(db, teamId, id, fields));
+    if (!row) throw notFound('Campaign');
+    return campaignView(row);
+  }
+
+  async listCampaigns(teamId: string, query: ListQuery): Promise<ListPage<Campaign>> {
+    return this.listPage('campaigns', teamId, query, (db, w) => repo.listCampaigns(db, teamId, w), campaignView);
+  }
+
+  // ---- products
+
+  async createProduct(teamId: string, input: CreateProduct): Promise<Product> {
+    try {
+      const row = await this.store.run((db) =>
+        repo.insertProduct(db, {
+          id: newId('product'),
+          team_id: teamId,
+          name: input.name,
+          sku: input.sku ?? null,
+          description: input.description ?? null,
+        }),
+      );
+      return productView(row);
+    } catch (err) {
+      if (isUniqueViolation(err, 'products_team_sku')) throw skuTaken(input.sku);
+      throw err;
+    }
+  }
+
+  async getProduct(teamId: string, id: string): Promise<Product> {
+    const row = await this.store.run((db) => repo.findProduct(db, teamId, id));
+    if (!row) throw notFound('Product');
+    return productView(row);
+  }
+
+  async updateProduct(teamId: string, id: string, patch: UpdateProduct): Promise<Product> {
+    const fields = presentFields(patch);
+    if (!fields) return this.getProduct(teamId, id);
+    try {
+      const row = await this.store.run((db) => repo.updateProduct(db, teamId, id, fields));
+      if (!row) throw notFound('Product');
+      return productView(row);
+    } catch (err) {
+      if (isUniqueViolation(err, 'products_team_sku')) throw skuTaken(patch.sku);
+      throw err;
+    }
+  }
+
+  async listProducts(teamId: string, query: ListQuery): Promise<ListPage<Product>> {
+    return this.listPage('products', teamId, query, (db, w) => repo.listProducts(db, teamId, w), productView);
+  }
+
+  // ---- offers
+
+  async createOffer(teamId: string, input: CreateOffer): Promise<Offer> {
+    const row = await this.store.transaction(async (trx) => {
+      await this.requireCampaign(trx, teamId, input.campaign_id);
+      const product = await repo.findProduct(trx, teamId, input.product_id);
+      if (!product) throw invalid('product_id', 'no such product');
+      const renewal = input.billing === 'one_time' ? null : input;
+      return repo.insertOffer(trx, {
+        id: newId('offer'),
+        team_id: teamId,
+        campaign_id: input.campaign_id,
+        product_id: input.product_id,
+        name: input.name,
+        price: input.price,
+        shipping: input.shipping,
+        billing_type: input.billing,
+        interval_unit: renewal?.interval_unit ?? null,
+        interval_count: renewal?.interval_count ?? null,
+        trial_days: input.billing === 'trial' ? input.trial_days : null,
+        recurring_price: renewal?.recurring_price ?? null,
+        recurring_shipping: renewal?.recurring_shipping ?? null,
+        fulfillment_type: input.fulfillment_type,
+      });
+    });
+    return offerView(row);
+  }
+
+  async getOffer(teamId: string, id: string): Promise<Offer> {
+    const row = await this.store.run((db) => repo.findOffer(db, teamId, id));
+    if (!row) throw notFound('Offer');
+    return offerView(row);
+  }
+
+  async updateOffer(teamId: string, id: string, patch: UpdateOffer): Promise<Offer> {
+    const fields = presentFields(patch);
+    if (!fields) return this.getOffer(teamId, id);
+    const row = await this.store.run((db) => repo.updateOffer(db, teamId, id, fields));
+    if (!row) throw notFound('Offer');
+    return offerView(row);
+  }
+
+  async listOffers(teamId: string, query: CampaignFilter): Promise<ListPage<Offer>> {
+    return this.listPage('offers', teamId, query, (db, w) => repo.listOffers(db, teamId, query.campaign_id, w), offerView);
+  }
+
+  // ---- upsells
+
+  async createUpsell(teamId: string, input: CreateUpsell): Promise<Upsell> {
+    const row = await this.store.transaction(async (trx) => {
+      const campaign = await this.requireCampaign(trx, teamId, input.campaign_id);
+      const [offer] = await repo.findOffers(trx, teamId, [input.offer_id]);
+      if (!offer) throw invalid('offer_id', 'no such offer');
+      if (offer.campaign_id !== campaign.id) throw invalid('offer_id', 'belongs to another campaign; an upsell sells an offer of its own campaign');
+      return repo.insertUpsell(trx, {
+        id: newId('upsell'),
+        team_id: teamId,
+        campaign_id: campaign.id,
+        offer_id: offer.id,
+        step: input.step,
+        name: input.name,
+      });
+    });
+    return upsellView(row);
+  }
+
+  async getUpsell(teamId: string, id: string): Promise<Upsell> {
+    const row = await this.store.run((db) => repo.findUpsell(db, teamId, id));
+    if (!row) throw notFound('Upsell');
+    return upsellView(row);
+  }
+
+  async updateUpsell(teamId: string, id: string, patch: UpdateUpsell): Promise<Upsell> {
+    const fields = presentFields(patch);
+    if (!fields) return this.getUpsell(teamId, id);
+    const row = await this.store.run((db) => repo.updateUpsell(db, teamId, id, fields));
+    if (!row) throw notFound('Upsell');
+    return upsellView(row);
+  }
+
+  async listUpsells(teamId: string, query: CampaignFilter): Promise<ListPage<Upsell>> {
+    return this.listPage('upsells', teamId, query, (db, w) => repo.listUpsells(db, teamId, query.campaign_id, w), upsellView);
+  }
+
+  // ---- coupons
+
+  async createCoupon(teamId: string, input: CreateCoupon): Promise<Coupon> {
+    try {
+      const row = await this.store.transaction(async (trx) => {
+        if (input.campaign_id) {
+          const campaign = await this.requireCampaign(trx, teamId, input.campaign_id);
+          if (input.currency !== undefined && input.currency !== campaign.currency) {
+            throw invalid('currency', `must be the campaign's currency, ${campaign.currency}`);
+          }
+        }
+        return repo.insertCoupon(trx, {
+          id: newId('coupon'),
+          team_id: teamId,
+          code: input.code,
+          campaign_id: input.campaign_id ?? null,
+          percent_off: input.percent_off ?? null,
+          amount_off: input.amount_off ?? null,
+          currency: input.currency ?? null,
+          max_redemptions: input.max_redemptions ?? null,
+          expires_at: input.expires_at ? new Date(input.expires_at) : null,
+        });
+      });
+      return couponView(row);
+    } catch (err) {
+      if (isUniqueViolation(err, 'coupons_team_code')) {
+        throw new ApiError('conflict', `A coupon with the code "${input.code}" already exists in this team (codes are compared ignoring case).`, {
+          fields: [{ path: 'code', message: 'is already used by another coupon' }],
+        });
+      }
+      throw err;
+    }
+  }
+
+  async getCoupon(teamId: string, id: string): Promise<Coupon> {
+    const row = await this.store.run((db) => repo.findCoupon(db, teamId, id));
+    if (!row) throw notFound('Coupon');
+    return couponView(row);
+  }
+
+  async updateCoupon(teamId: string, id: string, patch: UpdateCoupon): Promise<Coupon> {
+    const fields = presentFields(patch);
+    if (!fields) return this.getCoupon(teamId, id);
+    const row = await this.store.transaction(async (trx) => {
+      const current = await repo.lockCoupon(trx, teamId, id);
+      if (!current) throw notFound('Coupon');
+      const max = fields.max_redemptions;
+      if (typeof max === 'number' && max < current.times_redeemed) {
+        throw invalid('max_redemptions', `must be at least the ${current.times_redeemed} redemptions already made`);
+      }
+      const { expires_at, ...rest } = fields;
+      return repo.updateCoupon(trx, teamId, id, {
+        ...rest,
+        ...(expires_at !== undefined ? { expires_at: expires_at === null ? null : new Date(expires_at) } : {}),
+      });
+    });
+    if (!row) throw notFound('Coupon');
+    return couponView(row);
+  }
+
+  async listCoupons(teamId: string, query: CampaignFilter): Promise<ListPage<Coupon>> {
+    return this.listPage('coupons', teamId, query, (db, w) => repo.listCoupons(db, teamId, query.campaign_id, w), couponView);
+  }
+
+  // ---- shared
+
+  /** A campaign named in a request body: one of another team reads as unknown. */
+  private async requireCampaign(db: Executor, teamId: string, id: string): Promise<Row<'campaigns'>> {
+    const campaign = await repo.findCampaign(db, teamId, id);
+    if (!campaign) throw invalid('campaign_id', 'no such campaign');
+    return campaign;
+  }
+
+  private listPage<R, V>(
+    table: ListableTable,
+    teamId: string,
+    query: ListQuery,
+    fetch: (db: Executor, w: repo.ListWindow) => Promise<R[]>,
+    view: (row: R) => V,
+  ): Promise<ListPage<V>> {
+    return this.store.run(async (db) => {
+      const afterSeq = await cursorSeq(db, table, teamId, query.starting_after);
+      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
+      const rows = await fetch(db, { afterSeq, limit: query.limit, createdGte: query.created_gte, createdLte: query.created_lte });
+      const page = toPage(rows, query.limit);
+      return { items: page.items.map(view), has_more: page.has_more };
+    });
   }
 }
