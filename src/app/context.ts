@@ -2,7 +2,10 @@ import type { Store } from '../db/database.ts';
 import { CatalogService } from '../modules/catalog/service.ts';
 import { IdempotencyService } from '../modules/idempotency/service.ts';
 import { OrdersService } from '../modules/orders/service.ts';
-import { RecordsService } from '../modules/records/service.ts';
+import { CustomersService } from '../modules/customers/service.ts';
+import { FulfillmentsService } from '../modules/fulfillments/service.ts';
+import { PaymentsService } from '../modules/payments/service.ts';
+import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
 import type { Config } from './config.ts';
 import type { Secrets } from './secrets.ts';
@@ -17,15 +20,19 @@ export interface AppContext {
     idempotency: IdempotencyService;
     catalog: CatalogService;
     orders: OrdersService;
-    records: RecordsService;
+    customers: CustomersService;
+    payments: PaymentsService;
+    fulfillments: FulfillmentsService;
+    subscriptions: SubscriptionsService;
   };
 }
 
 export function createContext(config: Config, store: Store, secrets: Secrets): AppContext {
   const teams = new TeamsService(store);
   const catalog = new CatalogService(store);
-  const records = new RecordsService(store);
-  const orders = new OrdersService(store, catalog);
+  const customers = new CustomersService(store);
+  const payments = new PaymentsService(store);
+  const orders = new OrdersService(store, catalog, customers, payments);
   return {
     config,
     store,
@@ -35,7 +42,10 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       idempotency: new IdempotencyService(store, secrets, config.idempotencyTtlHours),
       catalog,
       orders,
-      records,
+      customers,
+      payments,
+      fulfillments: new FulfillmentsService(store),
+      subscriptions: new SubscriptionsService(store),
     },
   };
 }

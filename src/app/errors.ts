@@ -17,6 +17,10 @@ export const ERRORS = {
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
   conflict: { status: 409, type: 'invalid_request_error', message: 'The request conflicts with the current state.' },
   order_not_payable: { status: 409, type: 'invalid_request_error', message: 'This order cannot be paid in its current state.' },
+  order_not_a_lead: { status: 409, type: 'invalid_request_error', message: 'This order is no longer a lead and cannot be updated through Create Lead.' },
+  provider_not_configured: { status: 422, type: 'invalid_request_error', message: 'The external checkout provider is not configured for this team.' },
+  // card_error: the payment was attempted and refused
+  payment_declined: { status: 402, type: 'card_error', message: 'The payment was declined.' },
   // idempotency_error
   idempotency_in_flight: { status: 409, type: 'idempotency_error', message: 'A request with this Idempotency-Key is still being processed; retry later.' },
   idempotency_key_reused: { status: 422, type: 'idempotency_error', message: 'This Idempotency-Key was already used with a different request body.' },

@@ -10,8 +10,9 @@ const redactPaths = [
   ...REDACT_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`, `*.*.*.*.${k}`]),
 ];
 
-// Any run of 13–19 digits (optionally spaced or dashed) is treated as a card number.
-const PAN_PATTERN = /\b(?:\d[ -]?){12,18}\d\b/g;
+// Any run of 13–19 digits (optionally spaced or dashed) is treated as a card number; digits after a
+// decimal point (a latency like 10.1234567890123) are not.
+const PAN_PATTERN = /(?<![\d.])(?:\d[ -]?){12,18}\d(?!\d)/g;
 
 /** Masks anything that looks like a primary account number, keeping none of its digits. */
 export function scrubPan(text: string): string {

@@ -14,7 +14,10 @@ import type { Logger } from 'pino';
 import { pendingMigrations } from '../db/migrate.ts';
 import { registerCatalogRoutes } from '../modules/catalog/routes.ts';
 import { registerOrderRoutes } from '../modules/orders/routes.ts';
-import { registerRecordRoutes } from '../modules/records/routes.ts';
+import { registerCustomerRoutes } from '../modules/customers/routes.ts';
+import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
+import { registerPaymentRoutes } from '../modules/payments/routes.ts';
+import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
@@ -50,10 +53,11 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    requestIdLogLabel: 'request_id',
     return503OnClosing: true,
   }).withTypeProvider<ZodTypeProvider>();
 
+  // JSON only: Fastify's default text/plain parser would let a string body reach validation.
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('team', null);
@@ -159,7 +163,10 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
 
     registerOrderRoutes(api, ctx);
     registerCatalogRoutes(api, ctx);
-    registerRecordRoutes(api, ctx);
+    registerCustomerRoutes(api, ctx);
+    registerPaymentRoutes(api, ctx);
+    registerFulfillmentRoutes(api, ctx);
+    registerSubscriptionRoutes(api, ctx);
   });
 
   return app as unknown as Http;

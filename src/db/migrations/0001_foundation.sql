@@ -120,7 +120,9 @@ CREATE TABLE customers (
   created_at   timestamptz NOT NULL DEFAULT now(),
   updated_at   timestamptz NOT NULL DEFAULT now()
 );
-CREATE UNIQUE INDEX customers_team_email ON customers (team_id, lower(email));
+-- email is stored trimmed and lower-cased by the service.
+CREATE UNIQUE INDEX customers_team_email ON customers (team_id, email);
+CREATE INDEX customers_team_seq ON customers (team_id, seq DESC);
 
 CREATE TABLE customer_notes (
   seq          bigserial UNIQUE,
@@ -157,7 +159,8 @@ CREATE TABLE orders (
 CREATE INDEX orders_team_seq ON orders (team_id, seq DESC);
 CREATE INDEX orders_team_status ON orders (team_id, status, seq DESC);
 CREATE INDEX orders_team_customer ON orders (team_id, customer_id, seq DESC);
-CREATE INDEX orders_lead_match ON orders (team_id, campaign_id, customer_id) WHERE status = 'lead';
+-- At most one open lead per customer and campaign: a repeated Create Lead updates it (spec 3.2).
+CREATE UNIQUE INDEX orders_one_open_lead ON orders (team_id, campaign_id, customer_id) WHERE status = 'lead';
 
 CREATE TABLE order_lines (
   seq                 bigserial UNIQUE,

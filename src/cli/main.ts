@@ -1,0 +1,204 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { loadConfig } from '../app/config.ts';
+import { DataDirLockedError } from '../db/database.ts';
+import { type Runtime, openRuntime } from '../app/runtime.ts';
+import { type DemoSeed, seedDemo } from '../app/seed.ts';
+import { buildServer } from '../app/server.ts';
+import { tokenView } from '../modules/teams/service.ts';
+import { startWorker } from '../worker/worker.ts';
+
+function int(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a non-negative integer');
+  return n;
+}
+
+async function withRuntime<T>(fn: (rt: Runtime) => Promise<T>, opts: { migrate?: boolean } = {}): Promise<T> {
+  const rt = await openRuntime(opts);
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+export function quickstart(baseUrl: string, seed: DemoSeed): string {
+  const auth = `-H "Authorization: Bearer ${seed.token}" -H "Content-Type: application/json"`;
+  return [
+    '',
+    '  Checkstand is running.',
+    '',
+    `  API        ${baseUrl}`,
+    `  API docs   ${baseUrl}/docs`,
+    `  API token  ${seed.token}`,
+    '             (shown once: it is stored only as a hash. `npx checkstand token create --team ' + seed.team_id + '` makes another.)',
+    '',
+    '  Try it:',
+    `    curl -s ${auth} \\`,
+    `      -d '{"campaign_id":"${seed.campaign_id}","customer":{"email":"ada@example.com","first_name":"Ada","last_name":"Lovelace"},"products":[{"offer_id":"${seed.offers.serum}","quantity":1}]}' \\`,
+    `      ${baseUrl}/checkout/leads`,
+    `    curl -s -H "Authorization: Bearer ${seed.token}" "${baseUrl}/v1/orders?limit=5"`,
+    '',
+  ].join('\n');
+}
+
+async function serve(opts: { worker: boolean; seedIfEmpty: boolean }) {
+  const rt = await openRuntime();
+  const { config, ctx, log } = rt;
+  let seed: DemoSeed | undefined;
+  if (opts.seedIfEmpty && (await ctx.services.teams.listTeams()).length === 0) seed = await seedDemo(ctx);
+  const app = await buildServer(ctx, log);
+  await app.listen({ host: config.host, port: config.port });
+  const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+  const worker = opts.worker ? startWorker(ctx, log) : undefined;
+  log.info({ url: baseUrl, database: ctx.store.kind, data_dir: ctx.store.kind === 'pglite' ? config.dataDir : undefined }, 'checkstand serving');
+  if (seed) process.stdout.write(quickstart(baseUrl, seed) + '\n');
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal }, 'shutting down');
+    await worker?.stop();
+    await app.close();
+    await rt.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+export function buildCli(): Command {
+  const program = new Command('checkstand')
+    .description('Checkstand: self-hostable checkout and order-management API.\nConfiguration is read from the environment: see the README.')
+    .showHelpAfterError();
+
+  program
+    .command('start')
+    .description('Everything on one machine: API server and worker; on an empty database, a demo team, funnel and token')
+    .action(() => serve({ worker: true, seedIfEmpty: true }));
+
+  program
+    .command('serve')
+    .description('Run the HTTP API (applies migrations first)')
+    .option('--with-worker', 'also run the worker in this process', false)
+    .action((o: { withWorker: boolean }) => serve({ worker: o.withWorker, seedIfEmpty: false }));
+
+  program
+    .command('worker')
+    .description('Run the background worker: scheduled housekeeping (any number of copies may run)')
+    .action(async () => {
+      const rt = await openRuntime();
+      const w = startWorker(rt.ctx, rt.log);
+      const stop = async () => {
+        await w.stop();
+        await rt.close();
+        process.exit(0);
+      };
+      process.on('SIGINT', () => void stop());
+      process.on('SIGTERM', () => void stop());
+    });
+
+  program
+    .command('migrate')
+    .description('Apply pending database migrations and exit')
+    .action(() =>
+      withRuntime(
+        async (rt) => {
+          const { migrateToLatest } = await import('../db/migrate.ts');
+          const applied = await migrateToLatest(rt.ctx.store.rootHandle);
+          console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+        },
+        { migrate: false },
+      ),
+    );
+
+  program
+    .command('seed')
+    .description('Create data. --demo: a demo team, token, campaign, offers and upsells')
+    .option('--demo', 'create the demo team and funnel', false)
+    .option('--json', 'print the created ids and token as one JSON object', false)
+    .option('--team-name <name>', 'name of the team to create', 'Demo Store')
+    .action((o: { demo: boolean; json: boolean; teamName: string }) =>
+      withRuntime(async (rt) => {
+        if (!o.demo) {
+          const team = await rt.ctx.services.teams.createTeam(o.teamName);
+          const { secret } = await rt.ctx.services.teams.createToken(team.id, 'default');
+          console.log(o.json ? JSON.stringify({ team_id: team.id, token: secret }) : `team ${team.id}\ntoken ${secret} (shown once)`);
+          return;
+        }
+        const seed = await seedDemo(rt.ctx, o.teamName);
+        const cfg = loadConfig();
+        console.log(o.json ? JSON.stringify(seed) : quickstart(`http://${cfg.host}:${cfg.port}`, seed));
+      }),
+    );
+
+  const token = program.command('token').description('Manage API tokens');
+  token
+    .command('create')
+    .description('Create a token for a team; the secret is printed once')
+    .requiredOption('--team <team_id>', 'team id (team_…)')
+    .option('--name <name>', 'a name to recognise the token by', 'default')
+    .option('--json', 'print JSON', false)
+    .action((o: { team: string; name: string; json: boolean }) =>
+      withRuntime(async (rt) => {
+        const { token: t, secret } = await rt.ctx.services.teams.createToken(o.team, o.name);
+        console.log(o.json ? JSON.stringify({ ...tokenView(t), token: secret }) : `${secret}\n(id ${t.id}; shown once, stored only as a hash)`);
+      }),
+    );
+  token
+    .command('list')
+    .description('List tokens (never their secrets)')
+    .option('--team <team_id>', 'only this team')
+    .option('--json', 'print JSON', false)
+    .action((o: { team?: string; json: boolean }) =>
+      withRuntime(async (rt) => {
+        const rows = (await rt.ctx.services.teams.listTokens(o.team)).map(tokenView);
+        if (o.json) return console.log(JSON.stringify(rows));
+        if (rows.length === 0) return console.log('no tokens');
+        for (const t of rows) {
+          const state = t.revoked_at ? `revoked ${t.revoked_at}` : t.expires_at ? `expires ${t.expires_at}` : 'active';
+          console.log(`${t.id}  ${t.team_id}  ${t.hint}  ${t.name}  ${state}  last used ${t.last_used_at ?? 'never'}`);
+        }
+      }),
+    );
+  token
+    .command('revoke')
+    .description('Revoke a token at once')
+    .argument('<token_id>', 'token id (tok_…)')
+    .action((id: string) =>
+      withRuntime(async (rt) => {
+        const t = await rt.ctx.services.teams.revokeToken(id);
+        console.log(`revoked ${t.id} (${t.name})`);
+      }),
+    );
+  token
+    .command('rotate')
+    .description('Issue a replacement token; the old one keeps working for --grace-seconds')
+    .argument('<token_id>', 'token id (tok_…)')
+    .option('--grace-seconds <n>', 'how long the old token stays valid (0 revokes it now)', int, 3600)
+    .option('--json', 'print JSON', false)
+    .action((id: string, o: { graceSeconds: number; json: boolean }) =>
+      withRuntime(async (rt) => {
+        const r = await rt.ctx.services.teams.rotateToken(id, o.graceSeconds);
+        if (o.json) return console.log(JSON.stringify({ ...tokenView(r.token), token: r.secret, replaced: tokenView(r.old) }));
+        console.log(`${r.secret}\n(new id ${r.token.id}; old token ${id} ${o.graceSeconds === 0 ? 'revoked' : `valid until ${r.old.expires_at?.toISOString()}`})`);
+      }),
+    );
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) {
+      console.error(`checkstand: ${err.message}`);
+      process.exit(2);
+    }
+    const e = err as { message?: string; code?: string };
+    console.error(`checkstand: ${e.message ?? String(err)}`);
+    process.exit(1);
+  }
+}

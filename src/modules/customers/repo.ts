@@ -1,0 +1,61 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/database.ts';
+import type { NewRow, Row } from '../../db/schema.ts';
+
+/** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
+export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Promise<Row<'customers'>> {
+  return db
+    .insertInto('customers')
+    .values(row)
+    .onConflict((oc) =>
+      oc.columns(['team_id', 'email']).doUpdateSet({
+        first_name: sql`coalesce(excluded.first_name, customers.first_name)`,
+        last_name: sql`coalesce(excluded.last_name, customers.last_name)`,
+        phone: sql`coalesce(excluded.phone, customers.phone)`,
+        updated_at: sql`now()`,
+      }),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findCustomer(db: Executor, teamId: string, id: string): Promise<Row<'customers'> | undefined> {
+  return db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findCustomersByIds(db: Executor, teamId: string, ids: readonly string[]): Promise<Row<'customers'>[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids).execute();
+}
+
+export async function updateCustomer(
+  db: Executor,
+  teamId: string,
+  id: string,
+  patch: { first_name?: string | null; last_name?: string | null; phone?: string | null },
+): Promise<Row<'customers'>> {
+  return db
+    .updateTable('customers')
+    .set({ ...patch, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function insertNote(db: Executor, row: NewRow<'customer_notes'>): Promise<Row<'customer_notes'>> {
+  return db.insertInto('customer_notes').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function listNotes(
+  db: Executor,
+  teamId: string,
+  customerId: string,
+  opts: { limit: number; afterSeq: number | null; createdGte?: Date | undefined; createdLte?: Date | undefined },
+): Promise<Row<'customer_notes'>[]> {
+  let q = db.selectFrom('customer_notes').selectAll().where('team_id', '=', teamId).where('customer_id', '=', customerId);
+  if (opts.afterSeq !== null) q = q.where('seq', '<', opts.afterSeq);
+  if (opts.createdGte) q = q.where('created_at', '>=', opts.createdGte);
+  if (opts.createdLte) q = q.where('created_at', '<=', opts.createdLte);
+  return q.orderBy('seq', 'desc').limit(opts.limit + 1).execute();
+}

@@ -1,0 +1,89 @@
+import { invalid, notFound } from '../../app/errors.ts';
+import { newId } from '../../app/ids.ts';
+import type { ListQuery } from '../../app/schemas.ts';
+import type { Executor, Store } from '../../db/database.ts';
+import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import type { Row } from '../../db/schema.ts';
+import * as repo from './repo.ts';
+
+export interface CustomerInput {
+  email: string;
+  first_name?: string | undefined;
+  last_name?: string | undefined;
+  phone?: string | undefined;
+}
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function customerView(c: Row<'customers'>) {
+  return {
+    object: 'customer' as const,
+    customer_number: c.id,
+    email: c.email,
+    first_name: c.first_name,
+    last_name: c.last_name,
+    phone: c.phone,
+    created_at: c.created_at.toISOString(),
+    updated_at: c.updated_at.toISOString(),
+  };
+}
+
+export function noteView(n: Row<'customer_notes'>) {
+  return { object: 'note' as const, id: n.id, customer_number: n.customer_id, body: n.body, author: n.author, created_at: n.created_at.toISOString() };
+}
+
+export class CustomersService {
+  constructor(private readonly store: Store) {}
+
+  /** One customer per team and email; called by the orders module inside its transaction. */
+  upsertByEmail(db: Executor, teamId: string, input: CustomerInput): Promise<Row<'customers'>> {
+    return repo.upsertCustomer(db, {
+      id: newId('customer'),
+      team_id: teamId,
+      email: normalizeEmail(input.email),
+      first_name: input.first_name ?? null,
+      last_name: input.last_name ?? null,
+      phone: input.phone ?? null,
+    });
+  }
+
+  find(db: Executor, teamId: string, customerNumber: string): Promise<Row<'customers'> | undefined> {
+    return repo.findCustomer(db, teamId, customerNumber);
+  }
+
+  findMany(db: Executor, teamId: string, ids: readonly string[]): Promise<Row<'customers'>[]> {
+    return repo.findCustomersByIds(db, teamId, ids);
+  }
+
+  update(db: Executor, teamId: string, id: string, patch: { first_name?: string; last_name?: string; phone?: string }) {
+    return repo.updateCustomer(db, teamId, id, patch);
+  }
+
+  async get(teamId: string, customerNumber: string) {
+    const c = await this.store.run((db) => repo.findCustomer(db, teamId, customerNumber));
+    if (!c) throw notFound('Customer');
+    return customerView(c);
+  }
+
+  async addNote(teamId: string, customerNumber: string, body: string, author: string) {
+    return this.store.transaction(async (trx) => {
+      const c = await repo.findCustomer(trx, teamId, customerNumber);
+      if (!c) throw notFound('Customer');
+      return noteView(await repo.insertNote(trx, { id: newId('note'), team_id: teamId, customer_id: c.id, body, author }));
+    });
+  }
+
+  async listNotes(teamId: string, customerNumber: string, q: ListQuery): Promise<Page<ReturnType<typeof noteView>>> {
+    return this.store.run(async (db) => {
+      const c = await repo.findCustomer(db, teamId, customerNumber);
+      if (!c) throw notFound('Customer');
+      const afterSeq = await cursorSeq(db, 'customer_notes', teamId, q.starting_after);
+      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
+      const rows = await repo.listNotes(db, teamId, c.id, { limit: q.limit, afterSeq, createdGte: q.created_gte, createdLte: q.created_lte });
+      const page = toPage(rows, q.limit);
+      return { items: page.items.map(noteView), has_more: page.has_more };
+    });
+  }
+}

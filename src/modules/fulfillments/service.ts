@@ -1,0 +1,48 @@
+import { invalid, notFound } from '../../app/errors.ts';
+import { iso, type ListQuery } from '../../app/schemas.ts';
+import type { Store } from '../../db/database.ts';
+import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import type { Row } from '../../db/schema.ts';
+import * as repo from './repo.ts';
+
+export function fulfillmentView(f: Row<'fulfillments'>) {
+  return {
+    object: 'fulfillment' as const,
+    id: f.id,
+    order_number: f.order_id,
+    status: f.status,
+    lines: f.lines,
+    tracking_number: f.tracking_number,
+    carrier: f.carrier,
+    created_at: iso(f.created_at),
+    updated_at: iso(f.updated_at),
+  };
+}
+type FulfillmentView = ReturnType<typeof fulfillmentView>;
+
+export class FulfillmentsService {
+  constructor(private readonly store: Store) {}
+
+  async get(teamId: string, id: string): Promise<FulfillmentView> {
+    const f = await this.store.run((db) => repo.findFulfillment(db, teamId, id));
+    if (!f) throw notFound('Fulfillment');
+    return fulfillmentView(f);
+  }
+
+  async list(teamId: string, q: ListQuery & { order_number?: string | undefined; status?: string | undefined }): Promise<Page<FulfillmentView>> {
+    return this.store.run(async (db) => {
+      const afterSeq = await cursorSeq(db, 'fulfillments', teamId, q.starting_after);
+      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
+      const rows = await repo.listFulfillments(db, teamId, {
+        limit: q.limit,
+        afterSeq,
+        orderId: q.order_number,
+        status: q.status,
+        createdGte: q.created_gte,
+        createdLte: q.created_lte,
+      });
+      const page = toPage(rows, q.limit);
+      return { items: page.items.map(fulfillmentView), has_more: page.has_more };
+    });
+  }
+}

@@ -1,0 +1,101 @@
+import type { Executor } from '../../db/database.ts';
+import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
+
+export async function insertOrder(db: Executor, row: NewRow<'orders'>): Promise<Row<'orders'>> {
+  return db.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Inserts a lead unless the customer already has an open lead in the campaign (then undefined). */
+export async function insertLeadIfAbsent(db: Executor, row: NewRow<'orders'>): Promise<Row<'orders'> | undefined> {
+  return db
+    .insertInto('orders')
+    .values(row)
+    .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', 'lead').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function findOrder(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'orders'> | undefined> {
+  let q = db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id);
+  if (opts.forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function findOpenLead(db: Executor, teamId: string, campaignId: string, customerId: string): Promise<Row<'orders'> | undefined> {
+  return db
+    .selectFrom('orders')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('campaign_id', '=', campaignId)
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'lead')
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function updateOrder(db: Executor, teamId: string, id: string, patch: RowPatch<'orders'>): Promise<Row<'orders'>> {
+  return db
+    .updateTable('orders')
+    .set({ ...patch, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function replaceLines(db: Executor, teamId: string, orderId: string, lines: NewRow<'order_lines'>[]): Promise<Row<'order_lines'>[]> {
+  await db.deleteFrom('order_lines').where('team_id', '=', teamId).where('order_id', '=', orderId).where('upsell_id', 'is', null).execute();
+  if (lines.length === 0) return [];
+  return db.insertInto('order_lines').values(lines).returningAll().execute();
+}
+
+export async function linesOf(db: Executor, teamId: string, orderIds: readonly string[]): Promise<Row<'order_lines'>[]> {
+  if (orderIds.length === 0) return [];
+  return db.selectFrom('order_lines').selectAll().where('team_id', '=', teamId).where('order_id', 'in', orderIds).orderBy('seq').execute();
+}
+
+export async function insertEvents(db: Executor, events: NewRow<'order_events'>[]): Promise<void> {
+  if (events.length > 0) await db.insertInto('order_events').values(events).execute();
+}
+
+export async function eventsOf(db: Executor, teamId: string, orderId: string): Promise<Row<'order_events'>[]> {
+  return db.selectFrom('order_events').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).orderBy('seq').execute();
+}
+
+export interface OrderFilter {
+  limit: number;
+  afterSeq: number | null;
+  status?: string | undefined;
+  paymentStatus?: string | undefined;
+  campaignId?: string | undefined;
+  customerEmail?: string | undefined;
+  customerId?: string | undefined;
+  isTest?: boolean | undefined;
+  createdGte?: Date | undefined;
+  createdLte?: Date | undefined;
+}
+
+export async function listOrders(db: Executor, teamId: string, f: OrderFilter): Promise<Row<'orders'>[]> {
+  let q = db.selectFrom('orders').selectAll('orders').where('orders.team_id', '=', teamId);
+  if (f.afterSeq !== null) q = q.where('orders.seq', '<', f.afterSeq);
+  if (f.status) q = q.where('orders.status', '=', f.status);
+  if (f.paymentStatus) q = q.where('orders.payment_status', '=', f.paymentStatus);
+  if (f.campaignId) q = q.where('orders.campaign_id', '=', f.campaignId);
+  if (f.customerId) q = q.where('orders.customer_id', '=', f.customerId);
+  if (f.customerEmail) {
+    const email = f.customerEmail;
+    q = q.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('customers')
+          .select('customers.id')
+          .whereRef('customers.id', '=', 'orders.customer_id')
+          .where('customers.team_id', '=', teamId)
+          .where('customers.email', '=', email),
+      ),
+    );
+  }
+  if (f.isTest !== undefined) q = q.where('orders.is_test', '=', f.isTest);
+  if (f.createdGte) q = q.where('orders.created_at', '>=', f.createdGte);
+  if (f.createdLte) q = q.where('orders.created_at', '<=', f.createdLte);
+  return q.orderBy('orders.seq', 'desc').limit(f.limit + 1).execute();
+}

@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import type { AppContext } from '../../app/context.ts';
+import { ok } from '../../app/envelope.ts';
+import { type Http, teamOf } from '../../app/http.ts';
+import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
+
+const TransactionsQuery = ListQuery.extend({
+  order_number: Id('ord').optional(),
+  status: z.enum(['approved', 'declined', 'pending', 'refunded', 'voided']).optional(),
+  type: z.enum(['sale', 'auth', 'capture', 'refund', 'void']).optional(),
+  is_test: BoolQuery,
+}).strict();
+
+export function registerPaymentRoutes(app: Http, ctx: AppContext): void {
+  const payments = ctx.services.payments;
+
+  app.get('/v1/transactions', { schema: { tags: ['records'], summary: 'List transactions, newest first', querystring: TransactionsQuery } }, async (req) => {
+    const page = await payments.list(teamOf(req), req.query);
+    return { success: true, message: 'OK', data: page.items, has_more: page.has_more };
+  });
+
+  app.get(
+    '/v1/transactions/:id',
+    { schema: { tags: ['records'], summary: 'Retrieve a transaction', params: z.object({ id: Id('txn') }).strict() } },
+    async (req) => ok(await payments.get(teamOf(req), req.params.id)),
+  );
+}

@@ -1,4 +1,0 @@
-import type { AppContext } from '../../app/context.ts';
-import type { Http } from '../../app/http.ts';
-
-export function registerRecordRoutes(_app: Http, _ctx: AppContext): void {}

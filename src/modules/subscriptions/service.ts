@@ -1,0 +1,58 @@
+import { invalid, notFound } from '../../app/errors.ts';
+import { iso, type ListQuery } from '../../app/schemas.ts';
+import type { Store } from '../../db/database.ts';
+import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import type { Row } from '../../db/schema.ts';
+import * as repo from './repo.ts';
+
+export function subscriptionView(s: Row<'subscriptions'>) {
+  return {
+    object: 'subscription' as const,
+    id: s.id,
+    order_number: s.order_id,
+    customer_number: s.customer_id,
+    offer_id: s.offer_id,
+    status: s.status,
+    interval_unit: s.interval_unit,
+    interval_count: s.interval_count,
+    recurring_price: s.recurring_price,
+    currency: s.currency,
+    next_billing_at: iso(s.next_billing_at),
+    externally_managed: s.externally_managed,
+    membership_ref: s.membership_ref,
+    created_at: iso(s.created_at),
+    updated_at: iso(s.updated_at),
+  };
+}
+type SubscriptionView = ReturnType<typeof subscriptionView>;
+
+export class SubscriptionsService {
+  constructor(private readonly store: Store) {}
+
+  async get(teamId: string, id: string): Promise<SubscriptionView> {
+    const s = await this.store.run((db) => repo.findSubscription(db, teamId, id));
+    if (!s) throw notFound('Subscription');
+    return subscriptionView(s);
+  }
+
+  async list(
+    teamId: string,
+    q: ListQuery & { status?: string | undefined; customer_number?: string | undefined; order_number?: string | undefined },
+  ): Promise<Page<SubscriptionView>> {
+    return this.store.run(async (db) => {
+      const afterSeq = await cursorSeq(db, 'subscriptions', teamId, q.starting_after);
+      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
+      const rows = await repo.listSubscriptions(db, teamId, {
+        limit: q.limit,
+        afterSeq,
+        status: q.status,
+        customerId: q.customer_number,
+        orderId: q.order_number,
+        createdGte: q.created_gte,
+        createdLte: q.created_lte,
+      });
+      const page = toPage(rows, q.limit);
+      return { items: page.items.map(subscriptionView), has_more: page.has_more };
+    });
+  }
+}
