@@ -299,10 +299,10 @@ describe('catalog: validation', () => {
   });
 
   it('validates list queries', async () => {
-    expect422(await teamA.api.get('/v1/products?limit=0'), 'querystring.limit');
-    expect422(await teamA.api.get('/v1/products?limit=101'), 'querystring.limit');
-    expect422(await teamA.api.get('/v1/products?created_gte=yesterday'), 'querystring.created_gte');
-    expect422(await teamA.api.get('/v1/offers?campaign_id=nope'), 'querystring.campaign_id');
+    expect422(await teamA.api.get('/v1/products?limit=0'), 'query.limit');
+    expect422(await teamA.api.get('/v1/products?limit=101'), 'query.limit');
+    expect422(await teamA.api.get('/v1/products?created_gte=yesterday'), 'query.created_gte');
+    expect422(await teamA.api.get('/v1/offers?campaign_id=nope'), 'query.campaign_id');
   });
 });
 

@@ -30,7 +30,8 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 function fieldErrorsOf(err: FastifyError & { validationContext?: string }): FieldError[] {
   if (!hasZodFastifySchemaValidationErrors(err)) return [{ path: err.validationContext ?? 'body', message: err.message }];
-  const where = err.validationContext && err.validationContext !== 'body' ? `${err.validationContext}.` : '';
+  const context = err.validationContext === 'querystring' ? 'query' : err.validationContext;
+  const where = context && context !== 'body' ? `${context}.` : '';
   return err.validation.flatMap((v) => {
     const base = v.instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
     const params = v.params as { keys?: string[] };

@@ -1,0 +1,84 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const BIN = path.resolve('bin/checkstand.js');
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+function dataDir(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-cli-'));
+  dirs.push(d);
+  return d;
+}
+
+function cli(args: string[], dir: string) {
+  // The CLI always runs embedded here, whatever the suite's database.
+  const env = { ...process.env, CHECKSTAND_DATA_DIR: dir, DATABASE_URL: '', LOG_LEVEL: 'warn' };
+  return run(process.execPath, [BIN, ...args], { env, timeout: 60_000 });
+}
+
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+describe('checkstand CLI', () => {
+  it('prints --help for every command', async () => {
+    const dir = dataDir();
+    const top = await cli(['--help'], dir);
+    for (const cmd of ['start', 'serve', 'worker', 'migrate', 'seed', 'token']) expect(top.stdout).toContain(cmd);
+    for (const cmd of [['serve'], ['worker'], ['migrate'], ['seed'], ['token'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['token', 'rotate']]) {
+      const r = await cli([...cmd, '--help'], dir);
+      expect(r.stdout, cmd.join(' ')).toMatch(/^Usage: checkstand/);
+    }
+  });
+
+  it('seed --demo --json prints the ids and a working token; token list/revoke manage it', async () => {
+    const dir = dataDir();
+    const seeded = JSON.parse((await cli(['seed', '--demo', '--json'], dir)).stdout);
+    expect(seeded).toMatchObject({ team_id: expect.stringMatching(/^team_/), token: expect.stringMatching(/^csk_/), campaign_id: expect.stringMatching(/^cmp_/) });
+    expect(seeded.upsells).toHaveLength(2);
+    expect(Object.keys(seeded.offers)).toEqual(['serum', 'club_trial', 'guide']);
+
+    const created = JSON.parse((await cli(['token', 'create', '--team', seeded.team_id, '--name', 'ci', '--json'], dir)).stdout);
+    expect(created.token).toMatch(/^csk_/);
+    const listed = JSON.parse((await cli(['token', 'list', '--json'], dir)).stdout);
+    expect(listed.map((t: { name: string }) => t.name).sort()).toEqual(['ci', 'demo']);
+    expect(JSON.stringify(listed)).not.toContain(created.token);
+    const revoked = await cli(['token', 'revoke', created.id], dir);
+    expect(revoked.stdout).toContain(`revoked ${created.id}`);
+    const unknown = await cli(['token', 'revoke', 'tok_nope'], dir).catch((e: { code: number; stderr: string }) => e);
+    expect((unknown as { code: number }).code).toBe(1);
+    expect((unknown as { stderr: string }).stderr).toContain('not found');
+  });
+
+  it('a second process on the same embedded data dir gets a clear error, not a corrupted database', async () => {
+    const dir = dataDir();
+    const server = spawn(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, CHECKSTAND_DATA_DIR: dir, DATABASE_URL: '', PORT: '0', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(server);
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('server did not start')), 45_000);
+      server.stdout!.on('data', (d: Buffer) => {
+        if (String(d).includes('checkstand serving')) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+    });
+    const second = await cli(['migrate'], dir).catch((e: { code: number; stderr: string }) => e);
+    expect((second as { code: number }).code).toBe(2);
+    expect((second as { stderr: string }).stderr).toContain('in use by another Checkstand process');
+    server.kill('SIGTERM');
+    await new Promise((r) => server.on('exit', r));
+    // After a clean stop the directory opens again.
+    expect((await cli(['migrate'], dir)).stdout).toContain('up to date');
+  });
+});

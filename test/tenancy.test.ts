@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/app/ids.ts';
+import { CARD, email, type Funnel, seedFunnel } from './support/fixtures.ts';
+import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+
+let app: TestApp;
+let a: TestTeam;
+let b: TestTeam;
+let funnel: Funnel;
+const ids: Record<string, string> = {};
+
+beforeAll(async () => {
+  app = await startTestApp();
+  a = await app.newTeam('A');
+  b = await app.newTeam('B');
+  funnel = await seedFunnel(app, a.teamId);
+  await seedFunnel(app, b.teamId);
+  const lead = await a.api.post('/checkout/leads', { campaign_id: funnel.campaignId, customer: { email: email() }, products: [{ offer_id: funnel.offers.serum, quantity: 1 }] });
+  ids.order = lead.body.data.order_number;
+  ids.customer = lead.body.data.customer.customer_number;
+  const paid = await a.api.post('/checkout/orders', {
+    campaign_id: funnel.campaignId,
+    currency: 'USD',
+    customer: { email: email() },
+    products: [{ offer_id: funnel.offers.serum, quantity: 1 }],
+    payment: CARD,
+  });
+  ids.transaction = paid.body.data.transaction_id;
+  await a.api.post(`/v1/customers/${ids.customer}/notes`, { body: 'VIP' });
+  // Fulfillments and subscriptions are created by later payment work; rows are inserted directly here.
+  ids.fulfillment = newId('fulfillment');
+  ids.subscription = newId('subscription');
+  await app.store.run(async (db) => {
+    await db.insertInto('fulfillments').values({ id: ids.fulfillment!, team_id: a.teamId, order_id: ids.order!, status: 'pending', lines: '[]' }).execute();
+    await db
+      .insertInto('subscriptions')
+      .values({
+        id: ids.subscription!,
+        team_id: a.teamId,
+        order_id: ids.order!,
+        customer_id: ids.customer!,
+        offer_id: funnel.offers.trial,
+        status: 'active',
+        interval_unit: 'month',
+        interval_count: 1,
+        recurring_price: 2900,
+        currency: 'USD',
+      })
+      .execute();
+  });
+  ids.campaign = funnel.campaignId;
+  ids.product = (await a.api.get('/v1/products?limit=1')).body.data[0].id;
+  ids.offer = funnel.offers.serum;
+  ids.upsell = funnel.upsellId;
+  ids.coupon = (await app.ctx.services.catalog.createCoupon(a.teamId, { code: 'TEN', percent_off: 10 })).id;
+});
+afterAll(async () => app?.close());
+
+/** Fills a route template with team A's id of the right kind. */
+function fill(path: string): string {
+  return path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    const kind = name === 'order_number' ? 'order' : name === 'customer_number' ? 'customer' : path.split('/')[2]!.replace(/s$/, '');
+    const id = ids[kind];
+    if (!id) throw new Error(`no fixture id for ${kind} in ${path}`);
+    return id;
+  });
+}
+
+async function snapshot() {
+  return app.store.run(async (db) => ({
+    order: await db.selectFrom('orders').selectAll().where('id', '=', ids.order!).executeTakeFirstOrThrow(),
+    notes: (await db.selectFrom('customer_notes').select('id').where('customer_id', '=', ids.customer!).execute()).length,
+    campaign: await db.selectFrom('campaigns').selectAll().where('id', '=', ids.campaign!).executeTakeFirstOrThrow(),
+    events: (await db.selectFrom('order_events').select('id').where('order_id', '=', ids.order!).execute()).length,
+  }));
+}
+
+describe('tenancy: another team never sees or changes team A', () => {
+  it('answers 404 on every parameterised /v1 route in the OpenAPI document, and A is unchanged', async () => {
+    const spec = (await app.anonymous.get('/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+    const before = await snapshot();
+    const checked: string[] = [];
+    for (const [path, ops] of Object.entries(spec.paths)) {
+      if (!path.includes('{')) continue;
+      for (const method of Object.keys(ops)) {
+        const url = fill(path);
+        const body = method === 'post' ? { body: 'note from B' } : method === 'patch' ? (path.startsWith('/v1/coupons') ? { is_active: false } : { name: 'hijacked' }) : undefined;
+        const r = await b.api.request(method.toUpperCase(), url, body);
+        expect(r.status, `${method} ${path}`).toBe(404);
+        expect(r.body).toMatchObject({ success: false, data: null, error: { code: 'not_found' } });
+        // A's token still sees it.
+        if (method === 'get') expect((await a.api.get(url)).status, `A: get ${path}`).toBe(200);
+        checked.push(`${method} ${path}`);
+      }
+    }
+    expect(checked.length).toBeGreaterThanOrEqual(17);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('answers 404 on /checkout routes given team A ids, with no state change', async () => {
+    const before = await snapshot();
+    const bFunnelCampaign = (await b.api.get('/v1/campaigns?limit=1')).body.data[0].id;
+    const attempts = [
+      b.api.post('/checkout/leads', { order_number: ids.order, phone: '+1 555 0000' }),
+      b.api.post('/checkout/leads', { campaign_id: ids.campaign, customer: { email: email() } }),
+      b.api.post('/checkout/orders', { campaign_id: ids.campaign, currency: 'USD', customer: { email: email() }, products: [{ offer_id: ids.offer, quantity: 1 }], payment: CARD }),
+      b.api.post('/checkout/orders/payment', { order_number: ids.order, payment: CARD }),
+    ];
+    for (const r of await Promise.all(attempts)) {
+      expect(r.status, JSON.stringify(r.body)).toBe(404);
+      expect(r.body.success).toBe(false);
+    }
+    // B's own campaign with A's offer: the offer is not B's, refused on the field.
+    const mixed = await b.api.post('/checkout/leads', { campaign_id: bFunnelCampaign, customer: { email: email() }, products: [{ offer_id: ids.offer, quantity: 1 }] });
+    expect(mixed.status).toBe(422);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("lists only the team's own rows, and filters cannot reach across", async () => {
+    for (const list of ['/v1/orders', '/v1/transactions', '/v1/fulfillments', '/v1/subscriptions', '/v1/campaigns', '/v1/products']) {
+      const rb = await b.api.get(`${list}?limit=100`);
+      expect(rb.status, list).toBe(200);
+      const aIds = new Set(Object.values(ids));
+      for (const item of rb.body.data) expect(aIds.has(item.id ?? item.order_number), list).toBe(false);
+    }
+    expect((await b.api.get(`/v1/orders?customer_number=${ids.customer}`)).body.data).toEqual([]);
+    expect((await b.api.get(`/v1/transactions?order_number=${ids.order}`)).body.data).toEqual([]);
+    expect((await b.api.get(`/v1/orders?starting_after=${ids.order}`)).status).toBe(422);
+  });
+
+  it('refuses a missing, malformed, unknown or revoked token with 401 in the envelope', async () => {
+    const { ApiClient } = await import('./support/harness.ts');
+    for (const token of [undefined, 'nonsense', 'csk_unknown0000000000000000000000000000000']) {
+      const r = await new ApiClient(app.url, token).get('/v1/orders');
+      expect(r.status).toBe(401);
+      expect(r.body).toMatchObject({ success: false, error: { type: 'authentication_error' } });
+    }
+    const basic = await app.anonymous.get('/v1/orders', { authorization: 'Basic Zm9vOmJhcg==' });
+    expect(basic.status).toBe(401);
+  });
+});
