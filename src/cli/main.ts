@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { loadConfig } from '../app/config.ts';
 import { DataDirLockedError } from '../db/database.ts';
@@ -46,7 +48,13 @@ async function serve(opts: { worker: boolean; seedIfEmpty: boolean }) {
   const rt = await openRuntime();
   const { config, ctx, log } = rt;
   let seed: DemoSeed | undefined;
-  if (opts.seedIfEmpty && (await ctx.services.teams.listTeams()).length === 0) seed = await seedDemo(ctx);
+  if (opts.seedIfEmpty && (await ctx.services.teams.listTeams()).length === 0) {
+    seed = await seedDemo(ctx);
+    // The ids (never the token) for the README's quickstart to read.
+    const { token: _token, ...ids } = seed;
+    fs.mkdirSync(config.dataDir, { recursive: true });
+    fs.writeFileSync(path.join(config.dataDir, 'demo.json'), JSON.stringify(ids, null, 2) + '\n');
+  }
   const app = await buildServer(ctx, log);
   await app.listen({ host: config.host, port: config.port });
   const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
