@@ -30,6 +30,13 @@ export const ID_PREFIX = {
   transaction: 'txn',
   fulfillment: 'ful',
   subscription: 'sub',
+  gateway: 'gw',
+  router: 'po',
+  routerMember: 'pom',
+  binBlock: 'bin',
+  testCard: 'tc',
+  paymentMethod: 'pm',
+  orderUpsell: 'oup',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -153,6 +153,8 @@ export interface OrdersTable {
   phone: string | null;
   shipping_address: Json<Address> | null;
   billing_address: Json<Address> | null;
+  payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
+  payment_started_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -203,6 +205,12 @@ export interface TransactionsTable {
   card_last4: string | null;
   card_exp: string | null;
   is_test: Defaulted<boolean>;
+  router_id: ColumnType<string | null, string | null | undefined, string | null>;
+  attempt: Defaulted<number>;
+  parent_id: ColumnType<string | null, string | null | undefined, string | null>;
+  payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
+  auth_code: ColumnType<string | null, string | null | undefined, string | null>;
+  upsell_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 
@@ -251,6 +259,95 @@ export interface IdempotencyKeysTable {
   expires_at: Date | string;
 }
 
+export type GatewayKind = 'nmi';
+
+export interface GatewaysTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  name: string;
+  kind: GatewayKind;
+  base_url: string;
+  credentials: string;
+  test_mode: Defaulted<boolean>;
+  is_active: Defaulted<boolean>;
+  monthly_cap: number | null;
+  descriptor: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PaymentRoutersTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  name: string;
+  strategy: 'priority' | 'weighted';
+  max_attempts: Defaulted<number>;
+  is_active: Defaulted<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PaymentRouterMembersTable {
+  id: string;
+  team_id: string;
+  router_id: string;
+  gateway_id: string;
+  priority: Defaulted<number>;
+  weight: Defaulted<number>;
+  monthly_cap: number | null;
+}
+
+export interface BinBlacklistTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  prefix: string;
+  reason: string | null;
+  created_at: Timestamp;
+}
+
+export interface TestCardsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  card_hash: string;
+  last4: string;
+  label: string | null;
+  created_at: Timestamp;
+}
+
+export interface PaymentMethodsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  customer_id: string;
+  gateway_id: string | null;
+  vault_ref: string | null;
+  original_ref: string | null;
+  brand: string;
+  bin: string;
+  last4: string;
+  exp: string;
+  is_test: Defaulted<boolean>;
+  created_at: Timestamp;
+}
+
+export interface OrderUpsellsTable {
+  id: string;
+  team_id: string;
+  order_id: string;
+  upsell_id: string;
+  quantity: number;
+  status: 'in_flight' | 'approved' | 'declined' | 'pending';
+  transaction_id: string | null;
+  response_status: number | null;
+  response_body: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface DB {
   teams: TeamsTable;
   api_tokens: ApiTokensTable;
@@ -268,6 +365,13 @@ export interface DB {
   fulfillments: FulfillmentsTable;
   subscriptions: SubscriptionsTable;
   idempotency_keys: IdempotencyKeysTable;
+  gateways: GatewaysTable;
+  payment_routers: PaymentRoutersTable;
+  payment_router_members: PaymentRouterMembersTable;
+  bin_blacklist: BinBlacklistTable;
+  test_cards: TestCardsTable;
+  payment_methods: PaymentMethodsTable;
+  order_upsells: OrderUpsellsTable;
 }
 
 export type Row<T extends keyof DB> = Selectable<DB[T]>;
