@@ -31,18 +31,18 @@ describe('checkstand CLI', () => {
   it('prints --help for every command', async () => {
     const dir = dataDir();
     const top = await cli(['--help'], dir);
-    for (const cmd of ['start', 'serve', 'worker', 'migrate', 'seed', 'token']) expect(top.stdout).toContain(cmd);
-    for (const cmd of [['serve'], ['worker'], ['migrate'], ['seed'], ['token'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['token', 'rotate']]) {
-      const r = await cli([...cmd, '--help'], dir);
-      expect(r.stdout, cmd.join(' ')).toMatch(/^Usage: checkstand/);
-    }
-  });
+    for (const cmd of ['start', 'serve', 'worker', 'sandbox', 'migrate', 'seed', 'token']) expect(top.stdout).toContain(cmd);
+    const cmds = [['serve'], ['worker'], ['sandbox'], ['migrate'], ['seed'], ['token'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['token', 'rotate']];
+    const outs = await Promise.all(cmds.map((cmd) => cli([...cmd, '--help'], dir)));
+    outs.forEach((r, i) => expect(r.stdout, cmds[i]!.join(' ')).toMatch(/^Usage: checkstand/));
+  }, 120_000);
 
   it('seed --demo --json prints the ids and a working token; token list/revoke manage it', async () => {
     const dir = dataDir();
     const seeded = JSON.parse((await cli(['seed', '--demo', '--json'], dir)).stdout);
     expect(seeded).toMatchObject({ team_id: expect.stringMatching(/^team_/), token: expect.stringMatching(/^csk_/), campaign_id: expect.stringMatching(/^cmp_/) });
     expect(seeded.upsells).toHaveLength(2);
+    expect(seeded.gateway_id).toMatch(/^gw_/);
     expect(Object.keys(seeded.offers)).toEqual(['serum', 'club_trial', 'guide']);
 
     const created = JSON.parse((await cli(['token', 'create', '--team', seeded.team_id, '--name', 'ci', '--json'], dir)).stdout);
@@ -55,7 +55,7 @@ describe('checkstand CLI', () => {
     const unknown = await cli(['token', 'revoke', 'tok_nope'], dir).catch((e: { code: number; stderr: string }) => e);
     expect((unknown as { code: number }).code).toBe(1);
     expect((unknown as { stderr: string }).stderr).toContain('not found');
-  });
+  }, 120_000);
 
   it('a second process on the same embedded data dir gets a clear error, not a corrupted database', async () => {
     const dir = dataDir();
@@ -80,5 +80,5 @@ describe('checkstand CLI', () => {
     await new Promise((r) => server.on('exit', r));
     // After a clean stop the directory opens again.
     expect((await cli(['migrate'], dir)).stdout).toContain('up to date');
-  });
+  }, 120_000);
 });

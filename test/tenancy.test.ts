@@ -53,6 +53,11 @@ beforeAll(async () => {
   ids.offer = funnel.offers.serum;
   ids.upsell = funnel.upsellId;
   ids.coupon = (await app.ctx.services.catalog.createCoupon(a.teamId, { code: 'TEN', percent_off: 10 })).id;
+  const gw = await a.api.post('/v1/gateways', { name: 'A gateway', kind: 'nmi', base_url: 'http://127.0.0.1:9', credentials: { security_key: 'a-secret-key-123' } });
+  ids.gateway = gw.body.data.id;
+  ids['payment-orchestrator'] = (await a.api.post('/v1/payment-orchestrators', { name: 'A router', members: [{ gateway_id: ids.gateway }] })).body.data.id;
+  ids['bin-blacklist'] = (await a.api.post('/v1/bin-blacklist', { prefix: '123456' })).body.data.id;
+  ids['test-card'] = (await a.api.post('/v1/test-cards', { card_number: '4242424242424242' })).body.data.id;
 });
 afterAll(async () => app?.close());
 
@@ -60,6 +65,7 @@ afterAll(async () => app?.close());
 function fill(path: string): string {
   return path.replace(/\{(\w+)\}/g, (_m, name: string) => {
     const kind = name === 'order_number' ? 'order' : name === 'customer_number' ? 'customer' : path.split('/')[2]!.replace(/s$/, '');
+    // DELETE routes are exercised too: they must 404 for another team before touching anything.
     const id = ids[kind];
     if (!id) throw new Error(`no fixture id for ${kind} in ${path}`);
     return id;
@@ -70,6 +76,10 @@ async function snapshot() {
   return app.store.run(async (db) => ({
     order: await db.selectFrom('orders').selectAll().where('id', '=', ids.order!).executeTakeFirstOrThrow(),
     notes: (await db.selectFrom('customer_notes').select('id').where('customer_id', '=', ids.customer!).execute()).length,
+    gateway: await db.selectFrom('gateways').selectAll().where('id', '=', ids.gateway!).executeTakeFirstOrThrow(),
+    blocks: (await db.selectFrom('bin_blacklist').select('id').where('team_id', '=', a.teamId).execute()).length,
+    testCards: (await db.selectFrom('test_cards').select('id').where('team_id', '=', a.teamId).execute()).length,
+    transactions: (await db.selectFrom('transactions').select('id').where('team_id', '=', a.teamId).execute()).length,
     campaign: await db.selectFrom('campaigns').selectAll().where('id', '=', ids.campaign!).executeTakeFirstOrThrow(),
     events: (await db.selectFrom('order_events').select('id').where('order_id', '=', ids.order!).execute()).length,
   }));
@@ -84,7 +94,16 @@ describe('tenancy: another team never sees or changes team A', () => {
       if (!path.includes('{')) continue;
       for (const method of Object.keys(ops)) {
         const url = fill(path);
-        const body = method === 'post' ? { body: 'note from B' } : method === 'patch' ? (path.startsWith('/v1/coupons') ? { is_active: false } : { name: 'hijacked' }) : undefined;
+        const body =
+          method === 'post'
+            ? path.endsWith('/notes')
+              ? { body: 'note from B' }
+              : {}
+            : method === 'patch'
+              ? path.startsWith('/v1/coupons')
+                ? { is_active: false }
+                : { name: 'hijacked' }
+              : undefined;
         const r = await b.api.request(method.toUpperCase(), url, body);
         expect(r.status, `${method} ${path}`).toBe(404);
         expect(r.body).toMatchObject({ success: false, data: null, error: { code: 'not_found' } });
@@ -93,7 +112,7 @@ describe('tenancy: another team never sees or changes team A', () => {
         checked.push(`${method} ${path}`);
       }
     }
-    expect(checked.length).toBeGreaterThanOrEqual(17);
+    expect(checked.length).toBeGreaterThanOrEqual(25);
     expect(await snapshot()).toEqual(before);
   });
 

@@ -4,7 +4,9 @@ import { IdempotencyService } from '../modules/idempotency/service.ts';
 import { OrdersService } from '../modules/orders/service.ts';
 import { CustomersService } from '../modules/customers/service.ts';
 import { FulfillmentsService } from '../modules/fulfillments/service.ts';
+import { GatewaysService } from '../modules/gateways/service.ts';
 import { PaymentsService } from '../modules/payments/service.ts';
+import { nmiAdapter } from '../providers/nmi/adapter.ts';
 import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
 import type { Config } from './config.ts';
@@ -24,6 +26,7 @@ export interface AppContext {
     payments: PaymentsService;
     fulfillments: FulfillmentsService;
     subscriptions: SubscriptionsService;
+    gateways: GatewaysService;
   };
 }
 
@@ -31,7 +34,8 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const teams = new TeamsService(store);
   const catalog = new CatalogService(store);
   const customers = new CustomersService(store);
-  const payments = new PaymentsService(store);
+  const gateways = new GatewaysService(store, secrets);
+  const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter });
   const orders = new OrdersService(store, catalog, customers, payments);
   return {
     config,
@@ -46,6 +50,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       payments,
       fulfillments: new FulfillmentsService(store),
       subscriptions: new SubscriptionsService(store),
+      gateways,
     },
   };
 }

@@ -1,9 +1,11 @@
 import type { AppContext } from './context.ts';
+import { randomToken } from './ids.ts';
 
 export interface DemoSeed {
   team_id: string;
   token: string;
   campaign_id: string;
+  gateway_id: string | null;
   currency: string;
   products: Record<string, string>;
   offers: Record<string, string>;
@@ -11,12 +13,25 @@ export interface DemoSeed {
   coupon_code: string;
 }
 
-/** A demo team with a whole funnel: one campaign, a physical product, a subscription, a digital upsell. */
-export async function seedDemo(ctx: AppContext, teamName = 'Demo Store'): Promise<DemoSeed> {
-  const { teams, catalog } = ctx.services;
-  const team = await teams.createTeam(teamName);
+/**
+ * A demo team with a whole funnel: one campaign, a physical product, a subscription, a digital
+ * upsell; with `sandboxUrl`, a test-mode card gateway on the sandbox as the campaign's gateway.
+ */
+export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandboxUrl?: string | undefined } = {}): Promise<DemoSeed> {
+  const { teams, catalog, gateways } = ctx.services;
+  const team = await teams.createTeam(opts.teamName ?? 'Demo Store');
   const { secret } = await teams.createToken(team.id, 'demo');
-  const campaign = await catalog.createCampaign(team.id, { name: 'Glow Serum funnel', currency: 'USD' });
+  const gateway = opts.sandboxUrl
+    ? await gateways.createGateway(team.id, {
+        name: 'Sandbox card gateway (NMI-compatible)',
+        kind: 'nmi',
+        base_url: opts.sandboxUrl,
+        credentials: { security_key: `demo_${randomToken(24)}` },
+        test_mode: true,
+        is_active: true,
+      })
+    : null;
+  const campaign = await catalog.createCampaign(team.id, { name: 'Glow Serum funnel', currency: 'USD', ...(gateway ? { gateway_id: gateway.id } : {}) });
   const serum = await catalog.createProduct(team.id, { name: 'Glow Serum', sku: 'GLOW-30ML', description: '30 ml bottle' });
   const club = await catalog.createProduct(team.id, { name: 'Glow Refill Club', sku: 'GLOW-CLUB' });
   const guide = await catalog.createProduct(team.id, { name: 'Skin Routine Guide (PDF)', sku: 'GUIDE-PDF' });
@@ -61,6 +76,7 @@ export async function seedDemo(ctx: AppContext, teamName = 'Demo Store'): Promis
     team_id: team.id,
     token: secret,
     campaign_id: campaign.id,
+    gateway_id: gateway?.id ?? null,
     currency: campaign.currency,
     products: { serum: serum.id, club: club.id, guide: guide.id },
     offers: { serum: serumOffer.id, club_trial: clubOffer.id, guide: guideOffer.id },

@@ -16,6 +16,7 @@ import { registerCatalogRoutes } from '../modules/catalog/routes.ts';
 import { registerOrderRoutes } from '../modules/orders/routes.ts';
 import { registerCustomerRoutes } from '../modules/customers/routes.ts';
 import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
+import { registerGatewayRoutes } from '../modules/gateways/routes.ts';
 import { registerPaymentRoutes } from '../modules/payments/routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
 import type { AppContext } from './context.ts';
@@ -105,6 +106,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         { name: 'checkout', description: 'The funnel: leads, orders, payments' },
         { name: 'catalog', description: 'Campaigns, products, offers, upsells, coupons' },
         { name: 'records', description: 'Orders, customers, transactions, fulfillments, subscriptions' },
+        { name: 'payments-config', description: 'Gateways, payment orchestrators, BIN blacklist, test cards' },
         { name: 'operations', description: 'Health, readiness, metrics' },
       ],
     },
@@ -168,6 +170,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerPaymentRoutes(api, ctx);
     registerFulfillmentRoutes(api, ctx);
     registerSubscriptionRoutes(api, ctx);
+    registerGatewayRoutes(api, ctx);
   });
 
   return app as unknown as Http;

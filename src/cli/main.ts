@@ -7,7 +7,18 @@ import { type Runtime, openRuntime } from '../app/runtime.ts';
 import { type DemoSeed, seedDemo } from '../app/seed.ts';
 import { buildServer } from '../app/server.ts';
 import { tokenView } from '../modules/teams/service.ts';
+import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
 import { startWorker } from '../worker/worker.ts';
+
+/** `npm start` runs the provider sandbox beside the API unless CHECKSTAND_SANDBOX=off. */
+function sandboxWanted(): boolean {
+  return (process.env.CHECKSTAND_SANDBOX ?? 'on') !== 'off';
+}
+
+function sandboxUrlFromEnv(): string {
+  const o = sandboxOptionsFromEnv();
+  return `http://${o.host === '0.0.0.0' ? '127.0.0.1' : o.host}:${o.port}`;
+}
 
 function int(value: string): number {
   const n = Number(value);
@@ -35,6 +46,7 @@ export function quickstart(baseUrl: string, seed: DemoSeed): string {
     `  API token  ${seed.token}`,
     '             (shown once: it is stored only as a hash. `npx checkstand token create --team ' + seed.team_id + '` makes another.)',
     '',
+    ...(seed.gateway_id ? ['  Card gateway  the sandbox (test cards in docs/sandbox.md; 4111 1111 1111 1111 approves)', ''] : []),
     '  Try it:',
     `    curl -s ${auth} \\`,
     `      -d '{"campaign_id":"${seed.campaign_id}","customer":{"email":"ada@example.com","first_name":"Ada","last_name":"Lovelace"},"products":[{"offer_id":"${seed.offers.serum}","quantity":1}]}' \\`,
@@ -44,12 +56,14 @@ export function quickstart(baseUrl: string, seed: DemoSeed): string {
   ].join('\n');
 }
 
-async function serve(opts: { worker: boolean; seedIfEmpty: boolean }) {
+async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandbox: boolean }) {
   const rt = await openRuntime();
   const { config, ctx, log } = rt;
+  const sandbox = opts.sandbox ? await startSandbox(sandboxOptionsFromEnv()) : undefined;
+  if (sandbox) log.info({ url: sandbox.url }, 'provider sandbox serving (NMI-compatible card gateway)');
   let seed: DemoSeed | undefined;
   if (opts.seedIfEmpty && (await ctx.services.teams.listTeams()).length === 0) {
-    seed = await seedDemo(ctx);
+    seed = await seedDemo(ctx, { sandboxUrl: sandbox?.url });
     // The ids (never the token) for the README's quickstart to read.
     const { token: _token, ...ids } = seed;
     fs.mkdirSync(config.dataDir, { recursive: true });
@@ -69,6 +83,7 @@ async function serve(opts: { worker: boolean; seedIfEmpty: boolean }) {
     log.info({ signal }, 'shutting down');
     await worker?.stop();
     await app.close();
+    await sandbox?.close();
     await rt.close();
     process.exit(0);
   };
@@ -83,14 +98,28 @@ export function buildCli(): Command {
 
   program
     .command('start')
-    .description('Everything on one machine: API server and worker; on an empty database, a demo team, funnel and token')
-    .action(() => serve({ worker: true, seedIfEmpty: true }));
+    .description('Everything on one machine: API server, worker and the provider sandbox (CHECKSTAND_SANDBOX=off to skip); on an empty database, a demo team, funnel, sandbox gateway and token')
+    .action(() => serve({ worker: true, seedIfEmpty: true, sandbox: sandboxWanted() }));
 
   program
     .command('serve')
     .description('Run the HTTP API (applies migrations first)')
     .option('--with-worker', 'also run the worker in this process', false)
-    .action((o: { withWorker: boolean }) => serve({ worker: o.withWorker, seedIfEmpty: false }));
+    .action((o: { withWorker: boolean }) => serve({ worker: o.withWorker, seedIfEmpty: false, sandbox: false }));
+
+  program
+    .command('sandbox')
+    .description('Run the provider sandbox (an NMI-compatible card gateway) on its own port: SANDBOX_HOST, SANDBOX_PORT (3100), SANDBOX_SLOW_MS')
+    .action(async () => {
+      const s = await startSandbox(sandboxOptionsFromEnv());
+      console.log(`checkstand sandbox listening on ${s.url} (test cards: docs/sandbox.md)`);
+      const stop = async () => {
+        await s.close();
+        process.exit(0);
+      };
+      process.on('SIGINT', () => void stop());
+      process.on('SIGTERM', () => void stop());
+    });
 
   program
     .command('worker')
@@ -127,7 +156,9 @@ export function buildCli(): Command {
     .option('--demo', 'create the demo team and funnel', false)
     .option('--json', 'print the created ids and token as one JSON object', false)
     .option('--team-name <name>', 'name of the team to create', 'Demo Store')
-    .action((o: { demo: boolean; json: boolean; teamName: string }) =>
+    .option('--sandbox-url <url>', 'with --demo: the sandbox the demo gateway points at (default from SANDBOX_HOST/SANDBOX_PORT)')
+    .option('--no-gateway', 'with --demo: create no demo gateway')
+    .action((o: { demo: boolean; json: boolean; teamName: string; sandboxUrl?: string; gateway: boolean }) =>
       withRuntime(async (rt) => {
         if (!o.demo) {
           const team = await rt.ctx.services.teams.createTeam(o.teamName);
@@ -135,7 +166,7 @@ export function buildCli(): Command {
           console.log(o.json ? JSON.stringify({ team_id: team.id, token: secret }) : `team ${team.id}\ntoken ${secret} (shown once)`);
           return;
         }
-        const seed = await seedDemo(rt.ctx, o.teamName);
+        const seed = await seedDemo(rt.ctx, { teamName: o.teamName, sandboxUrl: o.gateway ? (o.sandboxUrl ?? sandboxUrlFromEnv()) : undefined });
         const cfg = loadConfig();
         console.log(o.json ? JSON.stringify(seed) : quickstart(`http://${cfg.host}:${cfg.port}`, seed));
       }),

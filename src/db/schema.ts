@@ -155,6 +155,7 @@ export interface OrdersTable {
   billing_address: Json<Address> | null;
   payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
   payment_started_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  refunded_total: Defaulted<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -87,6 +87,7 @@ CREATE INDEX payment_methods_customer ON payment_methods (team_id, customer_id);
 ALTER TABLE orders ADD COLUMN payment_method_id text REFERENCES payment_methods(id);
 -- Set while a payment attempt is in flight: a second concurrent attempt is refused.
 ALTER TABLE orders ADD COLUMN payment_started_at timestamptz;
+ALTER TABLE orders ADD COLUMN refunded_total bigint NOT NULL DEFAULT 0;
 
 ALTER TABLE transactions ADD COLUMN router_id text;
 ALTER TABLE transactions ADD COLUMN attempt integer NOT NULL DEFAULT 1;

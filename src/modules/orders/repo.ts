@@ -49,6 +49,10 @@ export async function replaceLines(db: Executor, teamId: string, orderId: string
   return db.insertInto('order_lines').values(lines).returningAll().execute();
 }
 
+export async function insertLines(db: Executor, lines: NewRow<'order_lines'>[]): Promise<void> {
+  if (lines.length > 0) await db.insertInto('order_lines').values(lines).execute();
+}
+
 export async function linesOf(db: Executor, teamId: string, orderIds: readonly string[]): Promise<Row<'order_lines'>[]> {
   if (orderIds.length === 0) return [];
   return db.selectFrom('order_lines').selectAll().where('team_id', '=', teamId).where('order_id', 'in', orderIds).orderBy('seq').execute();
@@ -98,4 +102,31 @@ export async function listOrders(db: Executor, teamId: string, f: OrderFilter): 
   if (f.createdGte) q = q.where('orders.created_at', '>=', f.createdGte);
   if (f.createdLte) q = q.where('orders.created_at', '<=', f.createdLte);
   return q.orderBy('orders.seq', 'desc').limit(f.limit + 1).execute();
+}
+
+export async function findOrderUpsell(db: Executor, teamId: string, orderId: string, upsellId: string): Promise<Row<'order_upsells'> | undefined> {
+  return db
+    .selectFrom('order_upsells')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('order_id', '=', orderId)
+    .where('upsell_id', '=', upsellId)
+    .executeTakeFirst();
+}
+
+export async function insertOrderUpsell(db: Executor, row: NewRow<'order_upsells'>): Promise<void> {
+  await db.insertInto('order_upsells').values(row).execute();
+}
+
+export async function finishOrderUpsell(db: Executor, teamId: string, id: string, patch: RowPatch<'order_upsells'>): Promise<void> {
+  await db
+    .updateTable('order_upsells')
+    .set({ ...patch, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function deleteOrderUpsell(db: Executor, teamId: string, id: string): Promise<void> {
+  await db.deleteFrom('order_upsells').where('team_id', '=', teamId).where('id', '=', id).execute();
 }

@@ -4,7 +4,7 @@ import { envelope } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
 import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
 import type { PaymentResult } from './service.ts';
-import { CreateLeadBody, CreateOrderBody, OrderParams, ProcessPaymentBody } from './schemas.ts';
+import { CreateLeadBody, CreateOrderBody, OrderParams, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './states.ts';
 
 const OrdersQuery = ListQuery.extend({
@@ -73,6 +73,79 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
     async (req, reply) => {
       const r = await orders.processPayment(teamOf(req), req.body);
       return reply.code(r.httpStatus).send(paymentBody(r));
+    },
+  );
+
+  app.post(
+    '/checkout/orders/reprocess',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'Reprocess Payment',
+        description: 'Pays a declined order again, with the same or a new card. Same answers as Process Payment; 409 unless the order is declined.',
+        body: ProcessPaymentBody,
+      },
+    },
+    async (req, reply) => {
+      const r = await orders.processPayment(teamOf(req), req.body, 'reprocess');
+      return reply.code(r.httpStatus).send(paymentBody(r));
+    },
+  );
+
+  app.post(
+    '/checkout/orders/upsell',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'Process Upsell',
+        description:
+          "One click: charges the upsell's offer × quantity (plus its shipping) on the card saved with the first payment; no card fields. " +
+          '200 added (line and totals updated); 402 declined (move the customer to the next offer). Each upsell is charged at most once ' +
+          'per order: repeating it returns the first answer.',
+        body: UpsellBody,
+      },
+    },
+    async (req, reply) => {
+      const r = await orders.processUpsell(teamOf(req), req.body);
+      return reply.code(r.httpStatus).type('application/json; charset=utf-8').send(r.body);
+    },
+  );
+
+  app.post(
+    '/v1/orders/:order_number/refunds',
+    {
+      schema: {
+        tags: ['records'],
+        summary: 'Refund a charge of the order',
+        description: 'Full or partial, through the gateway that charged it; never more than the charge minus earlier refunds (422). 201 refunded; 422 `refund_declined` when the gateway refuses.',
+        params: OrderParams,
+        body: RefundBody,
+      },
+    },
+    async (req, reply) => {
+      const r = await orders.refund(teamOf(req), req.params.order_number, req.body);
+      return reply
+        .code(r.approved ? 201 : 422)
+        .send({ ...envelope(r.approved, r.approved ? 'Refund created.' : `The gateway refused the refund: ${r.transaction.response_text}`, { refund: r.transaction, order: r.order }), ...(r.approved ? {} : { error: { type: 'card_error', code: 'refund_declined' } }) });
+    },
+  );
+
+  app.post(
+    '/v1/orders/:order_number/void',
+    {
+      schema: {
+        tags: ['records'],
+        summary: 'Void a charge of the order',
+        description: 'Cancels an unsettled charge that has no refunds. 201 voided; 422 `void_declined` when the gateway refuses.',
+        params: OrderParams,
+        body: VoidBody,
+      },
+    },
+    async (req, reply) => {
+      const r = await orders.void(teamOf(req), req.params.order_number, req.body);
+      return reply
+        .code(r.approved ? 201 : 422)
+        .send({ ...envelope(r.approved, r.approved ? 'Charge voided.' : `The gateway refused the void: ${r.transaction.response_text}`, { void: r.transaction, order: r.order }), ...(r.approved ? {} : { error: { type: 'card_error', code: 'void_declined' } }) });
     },
   );
 

@@ -151,3 +151,37 @@ export const ProcessPaymentBody = z
 export type ProcessPaymentBody = z.infer<typeof ProcessPaymentBody>;
 
 export const OrderParams = z.object({ order_number: Id('ord') }).strict();
+
+export const UpsellBody = z
+  .object({
+    order_number: Id('ord'),
+    upsell_id: Id('ups'),
+    quantity: z.number().int().min(1).max(MAX_QUANTITY),
+    payment: z
+      .object({ method: z.enum(['card', 'extpay']).optional() })
+      .strict()
+      .optional()
+      .describe('Upsells charge the payment method saved with the first payment: card fields are refused'),
+  })
+  .strict()
+  .meta({ id: 'ProcessUpsell' });
+export type UpsellBody = z.infer<typeof UpsellBody>;
+
+export const RefundBody = z
+  .object({
+    amount: z.number().int().min(1).optional().describe('Minor units; defaults to the whole refundable balance of the charge'),
+    transaction_id: Id('txn').optional().describe('The charge to refund; required when the order has several'),
+    reason: z.string().max(500).optional(),
+  })
+  .strict()
+  .meta({ id: 'Refund' });
+export type RefundBody = z.infer<typeof RefundBody>;
+
+export const VoidBody = z
+  .object({
+    transaction_id: Id('txn').optional().describe('The charge to void; required when the order has several'),
+    reason: z.string().max(500).optional(),
+  })
+  .strict()
+  .meta({ id: 'Void' });
+export type VoidBody = z.infer<typeof VoidBody>;

@@ -7,10 +7,13 @@ import type { Address, NewRow, Row } from '../../db/schema.ts';
 import type { CatalogService } from '../catalog/service.ts';
 import { customerView, type CustomersService, normalizeEmail } from '../customers/service.ts';
 import type { ChargeOutcome } from '../payments/outcomes.ts';
-import { type ChargeRequest, type PaymentsService, transactionView } from '../payments/service.ts';
+import { cardOf, type ChargeResult, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
 import * as repo from './repo.ts';
-import type { CreateLeadBody, CreateOrderBody, PaymentInput, ProcessPaymentBody } from './schemas.ts';
-import { assertOrderMove, type OrderStatus, PAYABLE } from './states.ts';
+import type { CreateLeadBody, CreateOrderBody, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
+import { assertOrderMove, type OrderStatus, PAYABLE, UPSELLABLE } from './states.ts';
+
+/** A payment claim older than this belongs to a crashed attempt and no longer blocks a new one. */
+const PAYMENT_CLAIM_MS = 2 * 60_000;
 
 type LineDraft = Omit<NewRow<'order_lines'>, 'order_id'>;
 
@@ -52,6 +55,7 @@ export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: R
     shipping_total: o.shipping_total,
     discount_total: o.discount_total,
     total: o.total,
+    refunded_total: o.refunded_total,
     is_test: o.is_test,
     is_throttled: o.is_throttle,
     created_at: iso(o.created_at),
@@ -65,7 +69,7 @@ export interface PaymentResult {
   httpStatus: number;
   success: boolean;
   message: string;
-  data: OrderView & { redirect_required: boolean; redirect_url?: string; transaction_id: string | null };
+  data: OrderView & { redirect_required: boolean; redirect_url?: string; transaction_id: string | null; attempts: number };
   error?: { type: string; code: string; decline_code: string | null };
 }
 
@@ -282,7 +286,7 @@ export class OrdersService {
 
   /** Create Order: an order and its first payment in one call, for funnels that made no lead. */
   async createOrder(teamId: string, body: CreateOrderBody): Promise<PaymentResult> {
-    const { order, request } = await this.store.transaction(async (trx) => {
+    const claimed = await this.store.transaction(async (trx) => {
       const campaign = await this.catalog.findCampaign(trx, teamId, body.campaign_id);
       if (!campaign) throw notFound('Campaign');
       if (body.currency !== campaign.currency) throw invalid('currency', `must be the campaign's currency, ${campaign.currency}`);
@@ -302,21 +306,31 @@ export class OrdersService {
         shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
         billing_address: body.billing ? JSON.stringify(body.billing) : null,
         is_throttle: body.is_throttle === true,
+        payment_started_at: new Date(),
       });
       const order = await repo.updateOrder(trx, teamId, orderId, await this.setLines(trx, teamId, orderId, drafts));
       await this.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
-      return { order, request: this.chargeRequest(teamId, order, body.payment, route) };
+      return { order, customer, route };
     });
-    return this.pay(teamId, order, request);
+    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment);
   }
 
-  /** Process Payment: pays a lead (or a declined order) created earlier. */
-  async processPayment(teamId: string, body: ProcessPaymentBody): Promise<PaymentResult> {
-    const { order, request } = await this.store.transaction(async (trx) => {
+  /**
+   * Process Payment pays a lead or a declined order; Reprocess Payment only a declined one.
+   * The order row is claimed (payment_started_at) in the same transaction that checks it is
+   * payable, so concurrent attempts on one order get 409 instead of a second charge.
+   */
+  async processPayment(teamId: string, body: ProcessPaymentBody, mode: 'process' | 'reprocess' = 'process'): Promise<PaymentResult> {
+    const claimed = await this.store.transaction(async (trx) => {
       const locked = await repo.findOrder(trx, teamId, body.order_number, { forUpdate: true });
       if (!locked) throw notFound('Order');
-      if (!PAYABLE.includes(locked.status as OrderStatus)) {
-        throw new ApiError('order_not_payable', `Order ${locked.id} is ${locked.status} and cannot be paid again.`);
+      const now = new Date();
+      if (locked.payment_started_at && now.getTime() - locked.payment_started_at.getTime() < PAYMENT_CLAIM_MS) {
+        throw new ApiError('payment_in_progress');
+      }
+      const allowed: readonly string[] = mode === 'reprocess' ? ['declined'] : PAYABLE;
+      if (!allowed.includes(locked.status)) {
+        throw new ApiError('order_not_payable', `Order ${locked.id} is ${locked.status}; ${mode === 'reprocess' ? 'only a declined order can be reprocessed' : 'it cannot be paid again'}.`);
       }
       if (body.campaign_id && body.campaign_id !== locked.campaign_id) throw invalid('campaign_id', 'does not match the order');
       if (body.currency && body.currency !== locked.currency) throw invalid('currency', `must be the order's currency, ${locked.currency}`);
@@ -327,38 +341,166 @@ export class OrdersService {
       if ((await repo.linesOf(trx, teamId, [updated.id])).length === 0) {
         throw invalid('products', 'the order has no products; send products with the payment');
       }
-      let order = updated;
-      if (order.status !== 'pending') {
-        assertOrderMove(order.status, 'pending');
-        order = await repo.updateOrder(trx, teamId, order.id, { status: 'pending' });
-      }
-      await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.requested', data: { changed, from_status: locked.status } }]);
-      return { order, request: this.chargeRequest(teamId, order, body.payment, route) };
+      if (updated.status !== 'pending') assertOrderMove(updated.status, 'pending');
+      const order = await repo.updateOrder(trx, teamId, updated.id, { status: 'pending', payment_started_at: now });
+      await this.recordEvents(trx, teamId, order.id, [{ type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested', data: { changed, from_status: locked.status } }]);
+      const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
+      return { order, customer: customer!, route };
     });
-    return this.pay(teamId, order, request);
+    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment);
   }
 
-  private chargeRequest(teamId: string, order: Row<'orders'>, payment: PaymentInput, route: ChargeRequest['route']): ChargeRequest {
-    return { teamId, orderId: order.id, amount: order.total, currency: order.currency, payment, route };
-  }
-
-  /** Charges outside any transaction, then records the outcome under the order's row lock. */
-  private async pay(teamId: string, order: Row<'orders'>, request: ChargeRequest): Promise<PaymentResult> {
-    const outcome = await this.payments.charge(request);
+  /** Charges outside any transaction, then records the outcome under the order's row lock and releases the claim. */
+  private async pay(teamId: string, order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment']): Promise<PaymentResult> {
+    const card = cardOf(payment)!;
+    let result: ChargeResult;
+    try {
+      result = await this.payments.chargeFirst({
+        teamId,
+        orderId: order.id,
+        customerId: customer.id,
+        amount: order.total,
+        currency: order.currency,
+        card,
+        route,
+        payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+        billing: order.billing_address,
+      });
+    } catch (err) {
+      await this.store.run((db) => repo.updateOrder(db, teamId, order.id, { payment_started_at: null }));
+      throw err;
+    }
     return this.store.transaction(async (trx) => {
       const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
-      const txn = await this.payments.recordAttempt(trx, request, outcome);
-      const next = this.afterOutcome(outcome);
+      const next = this.afterOutcome(result.outcome);
       assertOrderMove(current.status, next.status);
-      const updated = await repo.updateOrder(trx, teamId, order.id, { status: next.status, payment_status: next.payment_status });
+      const updated = await repo.updateOrder(trx, teamId, order.id, {
+        status: next.status,
+        payment_status: next.payment_status,
+        payment_started_at: null,
+        ...(result.paymentMethod ? { payment_method_id: result.paymentMethod.id } : {}),
+        ...(result.isTest ? { is_test: true } : {}),
+      });
       await this.recordEvents(trx, teamId, order.id, [
         {
-          type: `payment.${outcome.kind}`,
-          data: { transaction: transactionView(txn), from_status: current.status, to_status: next.status },
+          type: `payment.${result.outcome.kind}`,
+          data: { transactions: result.transactions.map((t) => t.id), from_status: current.status, to_status: next.status, is_test: result.isTest },
         },
       ]);
       const view = await this.view(trx, teamId, updated);
-      return this.paymentResult(outcome, view, txn.id);
+      return this.paymentResult(result.outcome, view, result.transactions);
+    });
+  }
+
+  /**
+   * Process Upsell: one click on the order's saved card. Each upsell is charged at most once
+   * per order; a repeat gets the first answer back. The line and totals change only on approval.
+   */
+  async processUpsell(teamId: string, body: UpsellBody): Promise<{ httpStatus: number; body: string }> {
+    const claim = await this.store.transaction(async (trx) => {
+      const order = await repo.findOrder(trx, teamId, body.order_number, { forUpdate: true });
+      if (!order) throw notFound('Order');
+      const upsell = await this.catalog.findUpsell(trx, teamId, body.upsell_id);
+      if (!upsell) throw notFound('Upsell');
+      const previous = await repo.findOrderUpsell(trx, teamId, order.id, upsell.id);
+      if (previous) return { replay: previous } as const;
+      if (!UPSELLABLE.includes(order.status as OrderStatus)) {
+        throw new ApiError('order_not_payable', `Order ${order.id} is ${order.status}; upsells need a paid order.`);
+      }
+      if (upsell.campaign_id !== order.campaign_id) throw invalid('upsell_id', "is not an upsell of this order's campaign");
+      if (!upsell.is_active) throw invalid('upsell_id', 'this upsell is not active');
+      const method = order.payment_method_id ? await this.payments.findPaymentMethod(trx, teamId, order.payment_method_id) : undefined;
+      if (!method) throw new ApiError('no_saved_payment_method');
+      const drafts = await this.priceLines(trx, teamId, order.campaign_id, [{ offer_id: upsell.offer_id, quantity: body.quantity }]);
+      const line = { ...drafts[0]!, upsell_id: upsell.id };
+      const claimId = newId('orderUpsell');
+      await repo.insertOrderUpsell(trx, { id: claimId, team_id: teamId, order_id: order.id, upsell_id: upsell.id, quantity: body.quantity, status: 'in_flight' });
+      const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
+      return { order, method, line, claimId, customer: customer! } as const;
+    });
+    if ('replay' in claim) {
+      const r = claim.replay!;
+      if (r.status === 'in_flight') throw new ApiError('payment_in_progress', 'This upsell is already being charged.');
+      return { httpStatus: r.response_status!, body: r.response_body! };
+    }
+
+    const { order, method, line, claimId, customer } = claim;
+    const amount = line.line_total + line.shipping;
+    let result: ChargeResult;
+    try {
+      result = await this.payments.chargeSaved({
+        teamId,
+        orderId: order.id,
+        amount,
+        currency: order.currency,
+        method,
+        upsellId: line.upsell_id,
+        payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+      });
+    } catch (err) {
+      await this.store.run((db) => repo.deleteOrderUpsell(db, teamId, claimId));
+      throw err;
+    }
+    return this.store.transaction(async (trx) => {
+      const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
+      const txn = result.transactions[0]!;
+      let updated = current;
+      if (result.outcome.kind === 'approved') {
+        await repo.insertLines(trx, [{ ...line, order_id: order.id }]);
+        const all = await repo.linesOf(trx, teamId, [order.id]);
+        updated = await repo.updateOrder(trx, teamId, order.id, totalsOf(all, current.discount_total));
+        await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+      } else {
+        await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+      }
+      const view = await this.view(trx, teamId, updated);
+      const approved = result.outcome.kind === 'approved';
+      const response = {
+        success: approved,
+        message: approved ? 'Upsell added.' : `Upsell declined: ${result.outcome.kind === 'declined' ? result.outcome.reason : 'declined'}`,
+        data: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
+        ...(approved ? {} : { error: { type: 'card_error', code: 'payment_declined', decline_code: txn.response_code } }),
+      };
+      const httpStatus = approved ? 200 : 402;
+      const text = JSON.stringify(response);
+      await repo.finishOrderUpsell(trx, teamId, claimId, { status: approved ? 'approved' : 'declined', transaction_id: txn.id, response_status: httpStatus, response_body: text });
+      return { httpStatus, body: text };
+    });
+  }
+
+  /** Refunds all or part of an approved charge through its gateway; never more than was captured. */
+  async refund(teamId: string, orderNumber: string, body: RefundBody) {
+    return this.reverse(teamId, orderNumber, 'refund', { transactionId: body.transaction_id, amount: body.amount }, body.reason);
+  }
+
+  /** Voids an approved charge that has no refunds (before settlement). */
+  async void(teamId: string, orderNumber: string, body: VoidBody) {
+    return this.reverse(teamId, orderNumber, 'void', { transactionId: body.transaction_id }, body.reason);
+  }
+
+  private async reverse(teamId: string, orderNumber: string, kind: 'refund' | 'void', target: { transactionId?: string | undefined; amount?: number | undefined }, reason?: string) {
+    const { sale, reversal } = await this.store.transaction(async (trx) => {
+      const order = await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true });
+      if (!order) throw notFound('Order');
+      return this.payments.beginReversal(trx, teamId, order.id, kind, target);
+    });
+    const result = await this.payments.sendReversal(teamId, sale, reversal);
+    return this.store.transaction(async (trx) => {
+      const order = (await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true }))!;
+      const done = await this.payments.finishReversal(trx, teamId, reversal, result);
+      const approved = done.status === 'approved';
+      let updated = order;
+      if (approved) {
+        const refundedTotal = order.refunded_total + done.amount;
+        const fully = refundedTotal >= order.total;
+        const target: OrderStatus | null = fully ? (kind === 'void' ? 'cancelled' : 'refunded') : null;
+        if (target && target !== order.status) assertOrderMove(order.status, target);
+        updated = await repo.updateOrder(trx, teamId, order.id, { refunded_total: refundedTotal, ...(target ? { status: target } : {}) });
+      }
+      await this.recordEvents(trx, teamId, order.id, [
+        { type: approved ? `${kind}.created` : `${kind}.failed`, data: { transaction: done.id, charge: sale.id, amount: done.amount, reason: reason ?? null } },
+      ]);
+      return { approved, transaction: transactionView(done), order: await this.view(trx, teamId, updated) };
     });
   }
 
@@ -375,8 +517,8 @@ export class OrdersService {
     }
   }
 
-  private paymentResult(outcome: ChargeOutcome, view: OrderView, transactionId: string): PaymentResult {
-    const data = { ...view, redirect_required: false, transaction_id: transactionId };
+  private paymentResult(outcome: ChargeOutcome, view: OrderView, transactions: Row<'transactions'>[]): PaymentResult {
+    const data = { ...view, redirect_required: false, transaction_id: transactions[transactions.length - 1]?.id ?? null, attempts: transactions.length };
     switch (outcome.kind) {
       case 'approved':
         return { httpStatus: 200, success: true, message: 'Payment approved.', data };

@@ -22,13 +22,16 @@ export const ORDER_MOVES = {
   declined: ['pending', 'processing', 'pending_external_confirmation', 'cancelled'],
   pending_external_confirmation: ['processing', 'declined'],
   processing: ['completed', 'refunded', 'cancelled'],
-  completed: ['refunded'],
+  completed: ['refunded', 'cancelled'],
   cancelled: [],
   refunded: [],
 } as const satisfies Record<OrderStatus, readonly OrderStatus[]>;
 
 /** Orders a Process Payment may charge: a lead, or an unpaid or declined order. */
 export const PAYABLE: readonly OrderStatus[] = ['lead', 'pending', 'declined'];
+
+/** Orders a one-click upsell may be added to: paid, not yet refunded or cancelled. */
+export const UPSELLABLE: readonly OrderStatus[] = ['processing', 'completed'];
 
 export const PAYMENT_STATUSES = ['pending_redirect', 'pending_external_confirmation', 'completed', 'declined'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];

@@ -1,12 +1,19 @@
+import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
-import type { NewRow, Row } from '../../db/schema.ts';
+import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 export async function insertTransaction(db: Executor, row: NewRow<'transactions'>): Promise<Row<'transactions'>> {
   return db.insertInto('transactions').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function findTransaction(db: Executor, teamId: string, id: string): Promise<Row<'transactions'> | undefined> {
-  return db.selectFrom('transactions').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+export async function updateTransaction(db: Executor, teamId: string, id: string, patch: RowPatch<'transactions'>): Promise<Row<'transactions'>> {
+  return db.updateTable('transactions').set(patch).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findTransaction(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'transactions'> | undefined> {
+  let q = db.selectFrom('transactions').selectAll().where('team_id', '=', teamId).where('id', '=', id);
+  if (opts.forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
 }
 
 export interface TransactionFilter {
@@ -34,4 +41,27 @@ export async function listTransactions(db: Executor, teamId: string, f: Transact
 
 export async function listOrderTransactions(db: Executor, teamId: string, orderId: string): Promise<Row<'transactions'>[]> {
   return db.selectFrom('transactions').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).orderBy('seq').execute();
+}
+
+/** Approved and in-flight refunds and voids against one sale: what is no longer refundable. */
+export async function reversedAmount(db: Executor, teamId: string, saleId: string): Promise<{ refunded: number; voided: boolean }> {
+  const r = await db
+    .selectFrom('transactions')
+    .select([
+      sql<number>`coalesce(sum(amount) filter (where type = 'refund'), 0)`.as('refunded'),
+      sql<number>`count(*) filter (where type = 'void')`.as('voids'),
+    ])
+    .where('team_id', '=', teamId)
+    .where('parent_id', '=', saleId)
+    .where('status', 'in', ['approved', 'pending'])
+    .executeTakeFirstOrThrow();
+  return { refunded: Number(r.refunded), voided: Number(r.voids) > 0 };
+}
+
+export async function insertPaymentMethod(db: Executor, row: NewRow<'payment_methods'>): Promise<Row<'payment_methods'>> {
+  return db.insertInto('payment_methods').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {
+  return db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
 }

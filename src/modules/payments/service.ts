@@ -3,9 +3,12 @@ import { newId } from '../../app/ids.ts';
 import { iso } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
-import type { Row } from '../../db/schema.ts';
+import type { Address, GatewayKind, Row } from '../../db/schema.ts';
+import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
+import type { GatewaysService } from '../gateways/service.ts';
+import { orderMembers } from '../gateways/service.ts';
 import type { PaymentInput } from '../orders/schemas.ts';
-import { type CardInput, summarizeCard } from './card.ts';
+import { type CardInput, type CardSummary, summarizeCard } from './card.ts';
 import type { ChargeOutcome } from './outcomes.ts';
 import * as repo from './repo.ts';
 
@@ -14,12 +17,17 @@ export function transactionView(t: Row<'transactions'>) {
     object: 'transaction' as const,
     id: t.id,
     order_number: t.order_id,
+    parent_id: t.parent_id,
     type: t.type,
     status: t.status,
     amount: t.amount,
     currency: t.currency,
     gateway_id: t.gateway_id,
+    router_id: t.router_id,
+    attempt: t.attempt,
+    upsell_id: t.upsell_id,
     provider_ref: t.provider_ref,
+    auth_code: t.auth_code,
     response_code: t.response_code,
     response_text: t.response_text,
     card: t.card_last4 ? { brand: t.card_brand, bin: t.card_bin, last4: t.card_last4, exp: t.card_exp } : null,
@@ -29,20 +37,61 @@ export function transactionView(t: Row<'transactions'>) {
 }
 export type TransactionView = ReturnType<typeof transactionView>;
 
-/** Where an explicit request routes a payment; the campaign's own router or gateway otherwise. */
+/** Where a payment goes: an explicit request wins, else the campaign's router, else its gateway. */
 export interface RouteRequest {
   gatewayId?: string | undefined;
   paymentOrchestratorId?: string | undefined;
   campaign: Row<'campaigns'>;
 }
 
-export interface ChargeRequest {
+interface Candidate {
+  gateway: Row<'gateways'>;
+  memberCap: number | null;
+}
+
+export interface PaymentPlan {
+  routerId: string | null;
+  /** How many gateways may be tried; more than one only through a router (decline salvage). */
+  maxAttempts: number;
+  candidates: Candidate[];
+  skipped: Array<{ gateway_id: string; reason: 'inactive' | 'monthly_cap_reached' }>;
+}
+
+export interface Payer {
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+}
+
+export interface FirstChargeRequest {
+  teamId: string;
+  orderId: string;
+  customerId: string;
+  amount: number;
+  currency: string;
+  card: CardInput;
+  route: RouteRequest;
+  payer: Payer;
+  billing: Address | null;
+}
+
+export interface SavedChargeRequest {
   teamId: string;
   orderId: string;
   amount: number;
   currency: string;
-  payment: PaymentInput;
-  route: RouteRequest;
+  method: Row<'payment_methods'>;
+  upsellId: string | null;
+  payer: Payer;
+}
+
+export interface ChargeResult {
+  outcome: ChargeOutcome;
+  /** Every attempt, in order: each salvage step, a BIN block, a test-card bypass. */
+  transactions: Row<'transactions'>[];
+  /** The card saved at the gateway on approval of a first payment. */
+  paymentMethod: Row<'payment_methods'> | null;
+  isTest: boolean;
 }
 
 export interface ListTransactionsQuery {
@@ -61,63 +110,368 @@ export function cardOf(payment: PaymentInput): CardInput | null {
   return { number: payment.card_number, exp: payment.card_exp, cvv: payment.card_cvv };
 }
 
+function resultText(r: GatewayResult): string {
+  return r.responseText || (r.kind === 'approved' ? 'Approved' : 'Declined');
+}
+
 /**
- * The payment core's entry points. This foundation has no gateway, router or external
- * connection records yet, so every card payment is unroutable (a recorded decline, never a
- * 500) and every extpay payment fails its configuration check. The card-payments work
- * replaces `resolveRoute` and `charge` with the gateway adapters.
+ * The card payment core. Provider calls happen outside any database transaction; each
+ * attempt is written as a transaction row as soon as its answer is known, so a crash
+ * mid-cascade leaves a record of every charge the gateways saw.
  */
 export class PaymentsService {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly gateways: GatewaysService,
+    private readonly adapters: Record<GatewayKind, CardGatewayAdapter>,
+  ) {}
 
   /**
-   * Checks made before anything is written or any provider is called: a request that fails
-   * here leaves no trace (spec 4.1 rules 2 and 8 live here).
+   * Checks made before anything is written or any provider is called; a request failing
+   * here leaves no trace. Explicit routing ids must name the team's own gateway or router.
    */
-  async preflight(_db: Executor, _teamId: string, payment: PaymentInput, route: RouteRequest): Promise<void> {
+  async preflight(db: Executor, teamId: string, payment: PaymentInput, route: RouteRequest): Promise<void> {
     if (payment.method === 'extpay') throw new ApiError('provider_not_configured');
-    if (route.gatewayId) throw invalid('gateway_id', 'no such gateway');
-    if (route.paymentOrchestratorId) throw invalid('payment_orchestrator_id', 'no such payment router');
+    if (route.gatewayId && !(await this.gateways.findGateway(db, teamId, route.gatewayId))) throw invalid('gateway_id', 'no such gateway');
+    if (route.paymentOrchestratorId && !(await this.gateways.findRouter(db, teamId, route.paymentOrchestratorId))) {
+      throw invalid('payment_orchestrator_id', 'no such payment orchestrator');
+    }
   }
 
-  /** Calls the provider. Runs outside any transaction: no lock is held across the network. */
-  async charge(req: ChargeRequest): Promise<ChargeOutcome> {
-    const gatewayId = req.route.campaign.gateway_id ?? req.route.campaign.payment_orchestrator_id;
+  /** Routing precedence (spec 2.1): explicit gateway or router, then the campaign's router, then its gateway. */
+  async plan(db: Executor, teamId: string, route: RouteRequest, amount: number): Promise<PaymentPlan> {
+    const routerId = route.gatewayId ? null : (route.paymentOrchestratorId ?? route.campaign.payment_orchestrator_id);
+    const gatewayId = route.gatewayId ?? (routerId ? null : route.campaign.gateway_id);
+    let routerRow: Row<'payment_routers'> | null = null;
+    let raw: Candidate[] = [];
+    if (gatewayId) {
+      const g = await this.gateways.findGateway(db, teamId, gatewayId);
+      if (g) raw = [{ gateway: g, memberCap: null }];
+    } else if (routerId) {
+      const r = await this.gateways.findRouter(db, teamId, routerId);
+      if (r && r.router.is_active) {
+        routerRow = r.router;
+        raw = orderMembers(r.router.strategy, r.members).map((m) => ({ gateway: m.gateway, memberCap: m.monthly_cap }));
+      }
+    }
+    const candidates: Candidate[] = [];
+    const skipped: PaymentPlan['skipped'] = [];
+    for (const c of raw) {
+      if (!c.gateway.is_active) {
+        skipped.push({ gateway_id: c.gateway.id, reason: 'inactive' });
+        continue;
+      }
+      const caps = [c.gateway.monthly_cap, c.memberCap].filter((x): x is number => x !== null);
+      if (caps.length > 0) {
+        const volume = await this.gateways.monthToDateVolume(db, teamId, c.gateway.id);
+        if (caps.some((cap) => volume + amount > cap)) {
+          skipped.push({ gateway_id: c.gateway.id, reason: 'monthly_cap_reached' });
+          continue;
+        }
+      }
+      candidates.push(c);
+    }
+    return { routerId: routerRow?.id ?? null, maxAttempts: routerRow ? routerRow.max_attempts : 1, candidates, skipped };
+  }
+
+  private async record(
+    req: { teamId: string; orderId: string; amount: number; currency: string },
+    row: {
+      id?: string;
+      status: 'approved' | 'declined' | 'error';
+      gatewayId: string | null;
+      routerId?: string | null;
+      attempt?: number;
+      providerRef?: string | null;
+      authCode?: string | null;
+      code: string | null;
+      text: string;
+      card: CardSummary | null;
+      isTest?: boolean;
+      paymentMethodId?: string | null;
+      upsellId?: string | null;
+    },
+  ): Promise<Row<'transactions'>> {
+    return this.store.run((db) =>
+      repo.insertTransaction(db, {
+        id: row.id ?? newId('transaction'),
+        team_id: req.teamId,
+        order_id: req.orderId,
+        type: 'sale',
+        status: row.status === 'error' ? 'declined' : row.status,
+        amount: req.amount,
+        currency: req.currency,
+        gateway_id: row.gatewayId,
+        router_id: row.routerId ?? null,
+        attempt: row.attempt ?? 1,
+        provider_ref: row.providerRef ?? null,
+        auth_code: row.authCode ?? null,
+        response_code: row.code,
+        response_text: row.text,
+        card_brand: row.card?.brand ?? null,
+        card_bin: row.card?.bin ?? null,
+        card_last4: row.card?.last4 ?? null,
+        card_exp: row.card?.exp ?? null,
+        is_test: row.isTest ?? false,
+        payment_method_id: row.paymentMethodId ?? null,
+        upsell_id: row.upsellId ?? null,
+      }),
+    );
+  }
+
+  private async saveMethod(req: FirstChargeRequest, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean) {
+    return this.store.run((db) =>
+      repo.insertPaymentMethod(db, {
+        id: newId('paymentMethod'),
+        team_id: req.teamId,
+        customer_id: req.customerId,
+        gateway_id: gatewayId,
+        vault_ref: vaultRef,
+        original_ref: originalRef,
+        brand: card.brand,
+        bin: card.bin,
+        last4: card.last4,
+        exp: card.exp,
+        is_test: isTest,
+      }),
+    );
+  }
+
+  /**
+   * The first payment of an order: BIN blacklist, then the team's test cards, then the
+   * routed gateways, cascading to the next router member only on a retryable decline.
+   */
+  async chargeFirst(req: FirstChargeRequest): Promise<ChargeResult> {
+    const card = summarizeCard(req.card);
+    const blocked = await this.store.run((db) => this.gateways.isBinBlocked(db, req.teamId, req.card.number));
+    if (blocked) {
+      const reason = `The card's BIN ${card.bin} is blocked by this merchant.`;
+      const t = await this.record(req, { status: 'declined', gatewayId: null, code: 'bin_blocked', text: reason, card });
+      return { outcome: { kind: 'declined', reason, code: 'bin_blocked', retryable: false, gatewayId: null }, transactions: [t], paymentMethod: null, isTest: false };
+    }
+
+    const plan = await this.store.run((db) => this.plan(db, req.teamId, req.route, req.amount));
+    // A listed test card is approved without reaching any gateway, production ones included.
+    if (await this.store.run((db) => this.gateways.isTestCard(db, req.teamId, req.card.number))) {
+      const gatewayId = plan.candidates[0]?.gateway.id ?? null;
+      const id = newId('transaction');
+      const method = await this.saveMethod(req, card, gatewayId, null, id, true);
+      const t = await this.record(req, {
+        id,
+        status: 'approved',
+        gatewayId,
+        routerId: plan.routerId,
+        providerRef: `test_${id}`,
+        code: 'test_card',
+        text: 'Approved: test card (no gateway was called)',
+        card,
+        isTest: true,
+        paymentMethodId: method.id,
+      });
+      return { outcome: { kind: 'approved', providerRef: t.provider_ref!, gatewayId: gatewayId ?? '' }, transactions: [t], paymentMethod: method, isTest: true };
+    }
+
+    if (plan.candidates.length === 0) {
+      const why = plan.skipped.length
+        ? `No payment gateway is available: ${plan.skipped.map((s) => `${s.gateway_id} ${s.reason.replace(/_/g, ' ')}`).join(', ')}.`
+        : 'No payment gateway is configured for this campaign.';
+      const t = await this.record(req, { status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text: why, card });
+      return { outcome: { kind: 'declined', reason: why, code: 'no_route', retryable: false, gatewayId: null }, transactions: [t], paymentMethod: null, isTest: false };
+    }
+
+    const transactions: Row<'transactions'>[] = [];
+    const tries = Math.min(plan.maxAttempts, plan.candidates.length);
+    for (let i = 0; i < tries; i++) {
+      const { gateway } = plan.candidates[i]!;
+      const attemptId = newId('transaction');
+      const result = await this.adapters[gateway.kind].sale(this.gateways.account(gateway), {
+        amount: req.amount,
+        currency: req.currency,
+        orderId: req.orderId,
+        attemptId,
+        card: req.card,
+        saveCard: true,
+        customer: req.payer,
+        billing: req.billing,
+      });
+      if (result.kind === 'approved') {
+        const method = await this.saveMethod(req, card, gateway.id, result.vaultRef, result.transactionId, gateway.test_mode);
+        const t = await this.record(req, {
+          id: attemptId,
+          status: 'approved',
+          gatewayId: gateway.id,
+          routerId: plan.routerId,
+          attempt: i + 1,
+          providerRef: result.transactionId,
+          authCode: result.authCode,
+          code: result.responseCode,
+          text: resultText(result),
+          card,
+          isTest: gateway.test_mode,
+          paymentMethodId: method.id,
+        });
+        transactions.push(t);
+        return {
+          outcome: { kind: 'approved', providerRef: result.transactionId, gatewayId: gateway.id, responseCode: result.responseCode, responseText: resultText(result) },
+          transactions,
+          paymentMethod: method,
+          isTest: gateway.test_mode,
+        };
+      }
+      transactions.push(
+        await this.record(req, {
+          id: attemptId,
+          status: result.kind === 'error' ? 'error' : 'declined',
+          gatewayId: gateway.id,
+          routerId: plan.routerId,
+          attempt: i + 1,
+          providerRef: result.transactionId,
+          code: result.responseCode,
+          text: resultText(result),
+          card,
+          isTest: gateway.test_mode,
+        }),
+      );
+      // Decline salvage: only a router cascades, and only on codes the table marks retryable.
+      if (!plan.routerId || !result.retryable) break;
+    }
+    const last = transactions[transactions.length - 1]!;
     return {
-      kind: 'declined',
-      reason: gatewayId ? `The campaign's gateway ${gatewayId} is not available.` : 'No payment gateway is configured for this campaign.',
-      code: 'no_route',
-      retryable: false,
-      gatewayId: null,
+      outcome: { kind: 'declined', reason: last.response_text ?? 'Declined', code: last.response_code ?? undefined, retryable: false, gatewayId: last.gateway_id },
+      transactions,
+      paymentMethod: null,
+      isTest: false,
     };
   }
 
-  /** Every attempt, approved or not, becomes a transaction row in the caller's transaction. */
-  async recordAttempt(trx: Tx, req: ChargeRequest, outcome: ChargeOutcome): Promise<Row<'transactions'>> {
-    const card = cardOf(req.payment);
-    const summary = card ? summarizeCard(card) : null;
-    const status = outcome.kind === 'approved' ? 'approved' : outcome.kind === 'declined' ? 'declined' : 'pending';
-    return repo.insertTransaction(trx, {
-      id: newId('transaction'),
-      team_id: req.teamId,
-      order_id: req.orderId,
-      type: 'sale',
-      status,
+  /** A merchant-initiated charge on a saved card (one-click upsell): no card data, no cascade. */
+  async chargeSaved(req: SavedChargeRequest): Promise<ChargeResult> {
+    const m = req.method;
+    const card: CardSummary = { brand: m.brand, bin: m.bin, last4: m.last4, exp: m.exp };
+    const base = { paymentMethodId: m.id, upsellId: req.upsellId, card };
+    if (m.is_test && !m.vault_ref) {
+      const id = newId('transaction');
+      const t = await this.record(req, { ...base, id, status: 'approved', gatewayId: m.gateway_id, providerRef: `test_${id}`, code: 'test_card', text: 'Approved: test card (no gateway was called)', isTest: true });
+      return { outcome: { kind: 'approved', providerRef: t.provider_ref!, gatewayId: m.gateway_id ?? '' }, transactions: [t], paymentMethod: m, isTest: true };
+    }
+    const gateway = m.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, req.teamId, m.gateway_id!)) : undefined;
+    if (!gateway || !gateway.is_active || !m.vault_ref) {
+      const why = 'The gateway that saved this card is not available.';
+      const t = await this.record(req, { ...base, status: 'declined', gatewayId: m.gateway_id, code: 'gateway_unavailable', text: why });
+      return { outcome: { kind: 'declined', reason: why, code: 'gateway_unavailable', retryable: false, gatewayId: m.gateway_id }, transactions: [t], paymentMethod: m, isTest: false };
+    }
+    const attemptId = newId('transaction');
+    const result = await this.adapters[gateway.kind].sale(this.gateways.account(gateway), {
       amount: req.amount,
       currency: req.currency,
-      gateway_id: outcome.gatewayId,
-      provider_ref: 'providerRef' in outcome ? outcome.providerRef : null,
-      response_code: outcome.kind === 'declined' ? (outcome.code ?? null) : outcome.kind === 'approved' ? (outcome.responseCode ?? null) : null,
-      response_text: outcome.kind === 'declined' ? outcome.reason : outcome.kind === 'approved' ? (outcome.responseText ?? 'Approved') : null,
-      card_brand: summary?.brand ?? null,
-      card_bin: summary?.bin ?? null,
-      card_last4: summary?.last4 ?? null,
-      card_exp: summary?.exp ?? null,
+      orderId: req.orderId,
+      attemptId,
+      vaultRef: m.vault_ref,
+      saveCard: false,
+      customer: req.payer,
+      billing: null,
     });
+    const approved = result.kind === 'approved';
+    const t = await this.record(req, {
+      ...base,
+      id: attemptId,
+      status: approved ? 'approved' : result.kind === 'error' ? 'error' : 'declined',
+      gatewayId: gateway.id,
+      providerRef: result.transactionId,
+      authCode: approved ? result.authCode : null,
+      code: result.responseCode,
+      text: resultText(result),
+      isTest: gateway.test_mode,
+    });
+    const outcome: ChargeOutcome = approved
+      ? { kind: 'approved', providerRef: result.transactionId, gatewayId: gateway.id, responseCode: result.responseCode, responseText: resultText(result) }
+      : { kind: 'declined', reason: resultText(result), code: result.responseCode, retryable: false, gatewayId: gateway.id };
+    return { outcome, transactions: [t], paymentMethod: m, isTest: gateway.test_mode };
+  }
+
+  findPaymentMethod(db: Executor, teamId: string, id: string) {
+    return repo.findPaymentMethod(db, teamId, id);
   }
 
   orderTransactions(db: Executor, teamId: string, orderId: string) {
     return repo.listOrderTransactions(db, teamId, orderId);
+  }
+
+  /**
+   * Opens a refund or void against an approved sale under the sale's row lock: the pending
+   * row counts against the balance at once, so concurrent refunds cannot exceed it.
+   */
+  async beginReversal(
+    trx: Tx,
+    teamId: string,
+    orderId: string,
+    kind: 'refund' | 'void',
+    target: { transactionId?: string | undefined; amount?: number | undefined },
+  ): Promise<{ sale: Row<'transactions'>; reversal: Row<'transactions'> }> {
+    const sales = (await repo.listOrderTransactions(trx, teamId, orderId)).filter((t) => t.type === 'sale' && t.status === 'approved');
+    let sale: Row<'transactions'> | undefined;
+    if (target.transactionId) {
+      sale = sales.find((s) => s.id === target.transactionId);
+      if (!sale) throw invalid('transaction_id', 'no approved charge with this id on this order');
+    } else {
+      // Without an id: the order's first charge (the initial purchase); upsell charges are named by id.
+      sale = sales[0];
+      if (!sale) throw new ApiError('conflict', 'This order has no approved charge to reverse.');
+    }
+    const locked = (await repo.findTransaction(trx, teamId, sale!.id, { forUpdate: true }))!;
+    const { refunded, voided } = await repo.reversedAmount(trx, teamId, locked.id);
+    if (voided) throw new ApiError('conflict', `Charge ${locked.id} has been voided.`);
+    const remaining = locked.amount - refunded;
+    let amount: number;
+    if (kind === 'void') {
+      if (refunded > 0) throw new ApiError('conflict', `Charge ${locked.id} has refunds; refund the rest instead of voiding.`);
+      amount = locked.amount;
+    } else {
+      if (remaining <= 0) throw new ApiError('conflict', `Charge ${locked.id} is fully refunded.`);
+      amount = target.amount ?? remaining;
+      if (amount > remaining) throw invalid('amount', `exceeds the refundable balance of ${remaining} (charged ${locked.amount}, refunded ${refunded})`);
+    }
+    const reversal = await repo.insertTransaction(trx, {
+      id: newId('transaction'),
+      team_id: teamId,
+      order_id: orderId,
+      parent_id: locked.id,
+      type: kind,
+      status: 'pending',
+      amount,
+      currency: locked.currency,
+      gateway_id: locked.gateway_id,
+      payment_method_id: locked.payment_method_id,
+      card_brand: locked.card_brand,
+      card_bin: locked.card_bin,
+      card_last4: locked.card_last4,
+      card_exp: locked.card_exp,
+      is_test: locked.is_test,
+    });
+    return { sale: locked, reversal };
+  }
+
+  /** Sends the reversal to the gateway (test-card charges never reached one). Outside any transaction. */
+  async sendReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<GatewayResult> {
+    if (sale.response_code === 'test_card' || !sale.gateway_id || !sale.provider_ref) {
+      return { kind: 'approved', transactionId: `test_${reversal.id}`, authCode: null, responseCode: 'test_card', responseText: 'Approved: test card', vaultRef: null };
+    }
+    const gateway = await this.store.run((db) => this.gateways.findGateway(db, teamId, sale.gateway_id!));
+    if (!gateway) return { kind: 'error', transactionId: null, responseCode: 'gateway_unavailable', responseText: 'The gateway of this charge no longer exists.', retryable: false };
+    const adapter = this.adapters[gateway.kind];
+    const account = this.gateways.account(gateway);
+    return reversal.type === 'void'
+      ? adapter.void(account, { transactionId: sale.provider_ref, attemptId: reversal.id })
+      : adapter.refund(account, { transactionId: sale.provider_ref, amount: reversal.amount, currency: reversal.currency, attemptId: reversal.id });
+  }
+
+  async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: GatewayResult): Promise<Row<'transactions'>> {
+    return repo.updateTransaction(trx, teamId, reversal.id, {
+      status: result.kind === 'approved' ? 'approved' : 'declined',
+      provider_ref: result.transactionId,
+      response_code: result.responseCode,
+      response_text: resultText(result),
+    });
   }
 
   async get(teamId: string, id: string): Promise<TransactionView> {

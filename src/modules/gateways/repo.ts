@@ -1,0 +1,159 @@
+import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import type { Executor } from '../../db/database.ts';
+import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
+
+/** One page of a list: rows strictly after the cursor row, newest first, `limit + 1` of them. */
+export interface ListWindow {
+  afterSeq: number | null;
+  limit: number;
+  createdGte?: Date | undefined;
+  createdLte?: Date | undefined;
+}
+
+type ListedTable = 'gateways' | 'payment_routers' | 'bin_blacklist' | 'test_cards';
+
+function windowed<T extends ListedTable, O>(q: SelectQueryBuilder<DB, T, O>, w: ListWindow): SelectQueryBuilder<DB, T, O> {
+  if (w.afterSeq !== null) q = q.where(sql<SqlBool>`seq < ${w.afterSeq}`);
+  if (w.createdGte) q = q.where(sql<SqlBool>`created_at >= ${w.createdGte}`);
+  // The API shows created_at to the millisecond while the column keeps microseconds: compare
+  // below the next millisecond, so an object's own created_at passed back here includes it.
+  if (w.createdLte) q = q.where(sql<SqlBool>`created_at < ${new Date(w.createdLte.getTime() + 1)}`);
+  return q.orderBy(sql.ref('seq'), 'desc').limit(w.limit + 1);
+}
+
+// ---- gateways
+
+export async function findGateway(db: Executor, teamId: string, id: string): Promise<Row<'gateways'> | undefined> {
+  return db.selectFrom('gateways').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findGateways(db: Executor, teamId: string, ids: readonly string[]): Promise<Row<'gateways'>[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('gateways').selectAll().where('team_id', '=', teamId).where('id', 'in', ids).execute();
+}
+
+export async function insertGateway(db: Executor, row: NewRow<'gateways'>): Promise<Row<'gateways'>> {
+  return db.insertInto('gateways').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateGateway(db: Executor, teamId: string, id: string, patch: RowPatch<'gateways'>): Promise<Row<'gateways'> | undefined> {
+  return db
+    .updateTable('gateways')
+    .set({ ...patch, updated_at: sql`now()` })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function listGateways(db: Executor, teamId: string, w: ListWindow): Promise<Row<'gateways'>[]> {
+  return windowed(db.selectFrom('gateways').selectAll().where('team_id', '=', teamId), w).execute();
+}
+
+/** Approved sales through the gateway in [from, to): what counts against a monthly cap. */
+export async function sumApprovedSales(db: Executor, teamId: string, gatewayId: string, from: Date, to: Date): Promise<number> {
+  const r = await db
+    .selectFrom('transactions')
+    .select(sql<number>`coalesce(sum(amount), 0)`.as('total'))
+    .where('team_id', '=', teamId)
+    .where('gateway_id', '=', gatewayId)
+    .where('status', '=', 'approved')
+    .where('type', '=', 'sale')
+    .where('created_at', '>=', from)
+    .where('created_at', '<', to)
+    .executeTakeFirstOrThrow();
+  return Number(r.total);
+}
+
+// ---- payment routers
+
+export async function findRouter(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'payment_routers'> | undefined> {
+  let q = db.selectFrom('payment_routers').selectAll().where('team_id', '=', teamId).where('id', '=', id);
+  if (opts.forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function insertRouter(db: Executor, row: NewRow<'payment_routers'>): Promise<Row<'payment_routers'>> {
+  return db.insertInto('payment_routers').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateRouter(db: Executor, teamId: string, id: string, patch: RowPatch<'payment_routers'>): Promise<Row<'payment_routers'> | undefined> {
+  return db
+    .updateTable('payment_routers')
+    .set({ ...patch, updated_at: sql`now()` })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function listRouters(db: Executor, teamId: string, w: ListWindow): Promise<Row<'payment_routers'>[]> {
+  return windowed(db.selectFrom('payment_routers').selectAll().where('team_id', '=', teamId), w).execute();
+}
+
+/** Members of the given routers, by ascending priority, then id. */
+export async function listRouterMembers(db: Executor, teamId: string, routerIds: readonly string[]): Promise<Row<'payment_router_members'>[]> {
+  if (routerIds.length === 0) return [];
+  return db
+    .selectFrom('payment_router_members')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('router_id', 'in', routerIds)
+    .orderBy('priority', 'asc')
+    .orderBy('id', 'asc')
+    .execute();
+}
+
+export async function insertRouterMembers(db: Executor, rows: NewRow<'payment_router_members'>[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.insertInto('payment_router_members').values(rows).execute();
+}
+
+export async function deleteRouterMembers(db: Executor, teamId: string, routerId: string): Promise<void> {
+  await db.deleteFrom('payment_router_members').where('team_id', '=', teamId).where('router_id', '=', routerId).execute();
+}
+
+// ---- BIN blacklist
+
+export async function insertBinBlock(db: Executor, row: NewRow<'bin_blacklist'>): Promise<Row<'bin_blacklist'>> {
+  return db.insertInto('bin_blacklist').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function deleteBinBlock(db: Executor, teamId: string, id: string): Promise<Row<'bin_blacklist'> | undefined> {
+  return db.deleteFrom('bin_blacklist').where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+export async function listBinBlocks(db: Executor, teamId: string, w: ListWindow): Promise<Row<'bin_blacklist'>[]> {
+  return windowed(db.selectFrom('bin_blacklist').selectAll().where('team_id', '=', teamId), w).execute();
+}
+
+/** The longest listed prefix among the candidates (the card's first 6, 7 and 8 digits). */
+export async function findBinBlock(db: Executor, teamId: string, prefixes: readonly string[]): Promise<Row<'bin_blacklist'> | undefined> {
+  if (prefixes.length === 0) return undefined;
+  return db
+    .selectFrom('bin_blacklist')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('prefix', 'in', prefixes)
+    .orderBy(sql`length(prefix)`, 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+// ---- test cards
+
+export async function insertTestCard(db: Executor, row: NewRow<'test_cards'>): Promise<Row<'test_cards'>> {
+  return db.insertInto('test_cards').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function deleteTestCard(db: Executor, teamId: string, id: string): Promise<Row<'test_cards'> | undefined> {
+  return db.deleteFrom('test_cards').where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+export async function listTestCards(db: Executor, teamId: string, w: ListWindow): Promise<Row<'test_cards'>[]> {
+  return windowed(db.selectFrom('test_cards').selectAll().where('team_id', '=', teamId), w).execute();
+}
+
+export async function findTestCardByHash(db: Executor, teamId: string, cardHash: string): Promise<Row<'test_cards'> | undefined> {
+  return db.selectFrom('test_cards').selectAll().where('team_id', '=', teamId).where('card_hash', '=', cardHash).executeTakeFirst();
+}

@@ -1,0 +1,75 @@
+import type { CardInput } from '../modules/payments/card.ts';
+
+/** One configured gateway: where it lives and how to sign in. Credentials are decrypted only for the call. */
+export interface GatewayAccount {
+  baseUrl: string;
+  credentials: Record<string, string>;
+  testMode: boolean;
+  descriptor?: string | null;
+}
+
+export interface SaleRequest {
+  /** Minor units of `currency` (cents for USD, yen for JPY). */
+  amount: number;
+  currency: string;
+  orderId: string;
+  /** Our attempt id, sent as the gateway's order id so a charge can be found from either side. */
+  attemptId: string;
+  card?: CardInput;
+  vaultRef?: string;
+  saveCard: boolean;
+  customer?: { email?: string | null; first_name?: string | null; last_name?: string | null };
+  billing?: { line1?: string; city?: string; state?: string; postal_code?: string; country?: string } | null;
+}
+
+/**
+ * What the gateway said, as a value. `retryable` on a decline or an error means the same card may be
+ * tried on another gateway (salvage): it is false whenever the charge may already have gone through.
+ */
+export type GatewayResult =
+  | { kind: 'approved'; transactionId: string; authCode: string | null; responseCode: string; responseText: string; vaultRef: string | null }
+  | { kind: 'declined'; transactionId: string | null; responseCode: string; responseText: string; retryable: boolean; hard: boolean }
+  | { kind: 'error'; transactionId: string | null; responseCode: string; responseText: string; retryable: boolean };
+
+export interface CardGatewayAdapter {
+  readonly kind: string;
+  sale(account: GatewayAccount, req: SaleRequest): Promise<GatewayResult>;
+  refund(account: GatewayAccount, req: { transactionId: string; amount: number; currency: string; attemptId: string }): Promise<GatewayResult>;
+  void(account: GatewayAccount, req: { transactionId: string; attemptId: string }): Promise<GatewayResult>;
+}
+
+/**
+ * ISO 4217 currencies whose minor unit is not the cent. Every other currency is taken to have two
+ * decimals, which holds for nearly all currencies a card gateway settles in.
+ */
+export const CURRENCY_EXPONENTS: Readonly<Record<string, number>> = {
+  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0, UYI: 0, VND: 0, VUV: 0, XAF: 0, XOF: 0, XPF: 0,
+  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
+};
+
+export function currencyExponent(currency: string): number {
+  return CURRENCY_EXPONENTS[currency.toUpperCase()] ?? 2;
+}
+
+/** Minor units → the decimal string gateways expect: 1234 USD → "12.34", 1234 JPY → "1234", 1234 KWD → "1.234". */
+export function formatMajorAmount(minor: number, currency: string): string {
+  if (!Number.isSafeInteger(minor) || minor < 0) throw new RangeError(`amount must be a non-negative integer in minor units, got ${minor}`);
+  const exp = currencyExponent(currency);
+  if (exp === 0) return String(minor);
+  const digits = String(minor).padStart(exp + 1, '0');
+  return `${digits.slice(0, -exp)}.${digits.slice(-exp)}`;
+}
+
+/**
+ * The decimal string → minor units, or null when it is not a plain non-negative decimal or has more
+ * fractional digits than the currency allows ("12.345" USD). Trailing zeros are fine ("1000.00" JPY).
+ */
+export function parseMajorAmount(text: string, currency: string): number | null {
+  const m = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(text.trim());
+  if (!m) return null;
+  const exp = currencyExponent(currency);
+  const fraction = (m[2] ?? '').replace(/0+$/, '');
+  if (fraction.length > exp) return null;
+  const minor = Number(m[1]) * 10 ** exp + Number(fraction.padEnd(exp, '0') || '0');
+  return Number.isSafeInteger(minor) ? minor : null;
+}

@@ -1,0 +1,377 @@
+import { randomInt } from 'node:crypto';
+import { parseMajorAmount } from '../providers/card-gateway.ts';
+import { NMI_RESPONSE_CODES, isKnownNmiCode } from '../providers/nmi/status.ts';
+import { isSlowCard, luhnValid, sandboxCardCode } from './cards.ts';
+
+/**
+ * The state and rules of the NMI stand-in, apart from HTTP: merchant accounts (one per
+ * security_key), their ledgers and customer vaults. In memory only; card numbers kept in the vault
+ * never touch the disk.
+ */
+export type NmiTransactionType = 'sale' | 'auth' | 'capture' | 'refund' | 'void';
+const TYPES: readonly string[] = ['sale', 'auth', 'capture', 'refund', 'void'] satisfies NmiTransactionType[];
+
+export interface NmiLedgerEntry {
+  /** null when the gateway refused the request before processing it (response 3, code 300). */
+  transactionid: string | null;
+  type: NmiTransactionType;
+  /** The decimal string as received; null when none was sent (void, a refund of the full amount). */
+  amount: string | null;
+  amount_minor: number | null;
+  currency: string | null;
+  status: 'approved' | 'declined' | 'error';
+  response: '1' | '2' | '3';
+  response_code: string;
+  responsetext: string;
+  orderid: string | null;
+  last4: string | null;
+  customer_vault_id: string | null;
+  parent_transactionid: string | null;
+  created_at: string;
+}
+
+/** An approved sale or auth and what has happened to it since. */
+interface Charge {
+  entry: NmiLedgerEntry;
+  type: 'sale' | 'auth';
+  amountMinor: number;
+  currency: string;
+  capturedMinor: number;
+  refundedMinor: number;
+  voided: boolean;
+}
+
+interface VaultCard {
+  pan: string;
+  exp: string;
+}
+
+interface Account {
+  forceResponseCode: string | null;
+  ledger: NmiLedgerEntry[];
+  charges: Map<string, Charge>;
+  vault: Map<string, VaultCard>;
+}
+
+/** The answer's fields, in the order NMI writes them. */
+export type NmiAnswer = Record<string, string>;
+
+export interface NmiLedgerView {
+  transactions: (NmiLedgerEntry & { voided?: boolean; refunded_minor?: number; captured_minor?: number })[];
+  summary: { approved_sales: number; charged_minor: number; refunded_minor: number; voided: number };
+}
+
+export interface NmiAccountView {
+  force_response_code: string | null;
+  transactions: number;
+  vaulted_cards: number;
+}
+
+export interface NmiSandboxGatewayOptions {
+  slowMs: number;
+  delay?: (ms: number) => Promise<void>;
+}
+
+function responseTextFor(code: string): string {
+  return code === '100' ? 'SUCCESS' : isKnownNmiCode(code) ? NMI_RESPONSE_CODES[code].text : code.startsWith('2') ? 'DECLINE' : 'ERROR';
+}
+
+function responseOf(code: string): '1' | '2' | '3' {
+  return code === '100' ? '1' : code.startsWith('2') ? '2' : '3';
+}
+
+const STATUS = { '1': 'approved', '2': 'declined', '3': 'error' } as const;
+
+export class NmiSandboxGateway {
+  private accounts = new Map<string, Account>();
+  // Ten digits like NMI's; a random start keeps ids from two sandbox runs apart in a kept database.
+  private nextTransactionId = 1_000_000_000 + randomInt(0, 7_000_000_000);
+  private readonly slowMs: number;
+  private readonly delay: (ms: number) => Promise<void>;
+
+  constructor(opts: NmiSandboxGatewayOptions) {
+    this.slowMs = opts.slowMs;
+    this.delay = opts.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  static isInvalidKey(key: string): boolean {
+    return key === '' || key.startsWith('invalid');
+  }
+
+  private account(key: string): Account {
+    let a = this.accounts.get(key);
+    if (!a) {
+      a = { forceResponseCode: null, ledger: [], charges: new Map(), vault: new Map() };
+      this.accounts.set(key, a);
+    }
+    return a;
+  }
+
+  configureAccount(key: string, forceResponseCode: string | null): NmiAccountView {
+    const a = this.account(key);
+    a.forceResponseCode = forceResponseCode;
+    return this.accountView(a);
+  }
+
+  private accountView(a: Account): NmiAccountView {
+    return { force_response_code: a.forceResponseCode, transactions: a.ledger.length, vaulted_cards: a.vault.size };
+  }
+
+  reset(key?: string): void {
+    if (key === undefined) this.accounts.clear();
+    else this.accounts.delete(key);
+  }
+
+  ledger(key: string): NmiLedgerView {
+    const a = this.accounts.get(key);
+    const view: NmiLedgerView = { transactions: [], summary: { approved_sales: 0, charged_minor: 0, refunded_minor: 0, voided: 0 } };
+    if (!a) return view;
+    for (const entry of a.ledger) {
+      const charge = entry.transactionid ? a.charges.get(entry.transactionid) : undefined;
+      if (charge && charge.entry === entry) {
+        view.transactions.push({
+          ...entry,
+          voided: charge.voided,
+          refunded_minor: charge.refundedMinor,
+          ...(charge.type === 'auth' ? { captured_minor: charge.capturedMinor } : {}),
+        });
+        if (charge.type === 'sale') {
+          view.summary.approved_sales += 1;
+          view.summary.charged_minor += charge.amountMinor;
+        }
+        view.summary.refunded_minor += charge.refundedMinor;
+        if (charge.voided) view.summary.voided += 1;
+      } else {
+        view.transactions.push({ ...entry });
+      }
+    }
+    return view;
+  }
+
+  /** A request turned away before any account is touched (response 3, code 300). */
+  refuse(text: string, type = ''): NmiAnswer {
+    return this.answer({ code: '300', text, type });
+  }
+
+  /** One POST to /api/transact.php. Never throws for anything a client can send. */
+  async transact(fields: Record<string, string>): Promise<NmiAnswer> {
+    const key = fields.security_key ?? '';
+    const type = fields.type ?? '';
+    if (NmiSandboxGateway.isInvalidKey(key)) return this.refuse('Authentication Failed', type);
+    if (!TYPES.includes(type)) return this.refuse(`Invalid Transaction Type: ${type.slice(0, 20)}`, type);
+    const acct = this.account(key);
+    const t = type as NmiTransactionType;
+    switch (t) {
+      case 'sale':
+      case 'auth':
+        return this.charge(acct, t, fields);
+      case 'capture':
+        return this.capture(acct, fields);
+      case 'refund':
+        return this.refund(acct, fields);
+      case 'void':
+        return this.void(acct, fields);
+    }
+  }
+
+  private answer(a: {
+    code: string;
+    text?: string;
+    type: string;
+    transactionid?: string | null;
+    authcode?: string;
+    avs?: string;
+    cvv?: string;
+    orderid?: string | null;
+    vaultId?: string | null;
+  }): NmiAnswer {
+    const out: NmiAnswer = {
+      response: responseOf(a.code),
+      responsetext: a.text ?? responseTextFor(a.code),
+      authcode: a.authcode ?? '',
+      transactionid: a.transactionid ?? '',
+      avsresponse: a.avs ?? '',
+      cvvresponse: a.cvv ?? '',
+      orderid: a.orderid ?? '',
+      type: a.type,
+      response_code: a.code,
+    };
+    if (a.vaultId) out.customer_vault_id = a.vaultId;
+    return out;
+  }
+
+  private newTransactionId(): string {
+    return String(this.nextTransactionId++);
+  }
+
+  private record(acct: Account, e: Omit<NmiLedgerEntry, 'created_at' | 'status' | 'response'>): NmiLedgerEntry {
+    const response = responseOf(e.response_code);
+    const entry: NmiLedgerEntry = { ...e, status: STATUS[response], response, created_at: new Date().toISOString() };
+    acct.ledger.push(entry);
+    return entry;
+  }
+
+  private async charge(acct: Account, type: 'sale' | 'auth', f: Record<string, string>): Promise<NmiAnswer> {
+    const orderid = f.orderid || null;
+    const currency = (f.currency || 'USD').toUpperCase();
+    const amount = f.amount ?? null;
+    let last4: string | null = null;
+    let vaultId: string | null = null;
+    const reject = (text: string): NmiAnswer => {
+      this.record(acct, {
+        transactionid: null,
+        type,
+        amount,
+        amount_minor: null,
+        currency,
+        response_code: '300',
+        responsetext: text,
+        orderid,
+        last4,
+        customer_vault_id: vaultId,
+        parent_transactionid: null,
+      });
+      return this.answer({ code: '300', text, type, orderid });
+    };
+
+    if (!/^[A-Z]{3}$/.test(currency)) return reject('Invalid currency');
+    const amountMinor = amount === null ? null : parseMajorAmount(amount, currency);
+    if (amountMinor === null || amountMinor <= 0) return reject('Invalid amount');
+
+    let card: { pan: string; exp: string; cvv: string | null };
+    const vaultAction = f.customer_vault ?? '';
+    if (vaultAction !== '' && vaultAction !== 'add_customer') return reject(`customer_vault=${vaultAction.slice(0, 20)} is not supported by the sandbox`);
+    if (vaultAction === '' && f.customer_vault_id) {
+      vaultId = f.customer_vault_id;
+      if (f.ccnumber) return reject('Pass either ccnumber or customer_vault_id, not both');
+      const saved = acct.vault.get(vaultId);
+      if (!saved) {
+        vaultId = null;
+        return reject('Invalid Customer Vault Id');
+      }
+      card = { pan: saved.pan, exp: saved.exp, cvv: null };
+      last4 = saved.pan.slice(-4);
+    } else {
+      const pan = (f.ccnumber ?? '').replace(/[\s-]/g, '');
+      if (!/^\d{12,19}$/.test(pan) || !luhnValid(pan)) return reject('Invalid Credit Card Number');
+      last4 = pan.slice(-4);
+      const exp = f.ccexp ?? '';
+      if (!/^(0[1-9]|1[0-2])\d{2}$/.test(exp)) return reject('Invalid Credit Card Expiration Date, format MMYY');
+      const cvv = f.cvv || null;
+      if (cvv !== null && !/^\d{3,4}$/.test(cvv)) return reject('Invalid CVV');
+      card = { pan, exp, cvv };
+      if (vaultAction === 'add_customer' && f.customer_vault_id && acct.vault.has(f.customer_vault_id)) return reject('Duplicate Customer Vault Id');
+    }
+
+    // A forced code is the whole account's answer, whatever the card: it stands in for an acquirer
+    // that declines everything today, so salvage on another gateway can be tested with one card.
+    let code = acct.forceResponseCode;
+    if (code === null) {
+      code = sandboxCardCode(card.pan);
+      if (isSlowCard(card.pan)) await this.delay(this.slowMs);
+    }
+
+    const transactionid = this.newTransactionId();
+    const approved = code === '100';
+    if (approved && vaultAction === 'add_customer') {
+      vaultId = f.customer_vault_id || this.newVaultId(acct);
+      acct.vault.set(vaultId, { pan: card.pan, exp: card.exp });
+    }
+    const avs = f.address1 && f.zip ? 'Y' : f.zip ? 'Z' : f.address1 ? 'A' : '';
+    const cvvResult = card.cvv ? 'M' : '';
+    const authcode = approved ? String(randomInt(0, 1_000_000)).padStart(6, '0') : '';
+    const text = responseTextFor(code);
+    const answerVaultId = approved ? vaultId : null;
+    const entry = this.record(acct, {
+      transactionid,
+      type,
+      amount,
+      amount_minor: amountMinor,
+      currency,
+      response_code: code,
+      responsetext: text,
+      orderid,
+      last4,
+      customer_vault_id: answerVaultId,
+      parent_transactionid: null,
+    });
+    if (approved) acct.charges.set(transactionid, { entry, type, amountMinor, currency, capturedMinor: 0, refundedMinor: 0, voided: false });
+    return this.answer({ code, text, type, transactionid, authcode, avs, cvv: cvvResult, orderid, vaultId: answerVaultId });
+  }
+
+  private newVaultId(acct: Account): string {
+    for (;;) {
+      const id = String(randomInt(100_000_000, 2_000_000_000));
+      if (!acct.vault.has(id)) return id;
+    }
+  }
+
+  /** Follow-ups (capture, refund, void) act on an approved charge of the same account. */
+  private followUp(acct: Account, type: 'capture' | 'refund' | 'void', f: Record<string, string>) {
+    const parentId = f.transactionid ?? '';
+    const charge = parentId ? acct.charges.get(parentId) : undefined;
+    const amount = type === 'void' ? null : f.amount || null;
+    const base = {
+      type,
+      amount,
+      currency: charge?.currency ?? null,
+      orderid: f.orderid || charge?.entry.orderid || null,
+      last4: charge?.entry.last4 ?? null,
+      customer_vault_id: null,
+      parent_transactionid: parentId || null,
+    };
+    const reject = (text: string): NmiAnswer => {
+      this.record(acct, { ...base, transactionid: null, amount_minor: null, response_code: '300', responsetext: text });
+      return this.answer({ code: '300', text, type, orderid: base.orderid });
+    };
+    const approve = (amountMinor: number | null): NmiAnswer => {
+      const transactionid = this.newTransactionId();
+      this.record(acct, { ...base, transactionid, amount_minor: amountMinor, response_code: '100', responsetext: 'SUCCESS' });
+      return this.answer({ code: '100', type, transactionid, orderid: base.orderid });
+    };
+    const parseAmount = (fallback: number): number | null => {
+      if (amount === null) return fallback;
+      const minor = parseMajorAmount(amount, charge?.currency ?? 'USD');
+      return minor === null || minor <= 0 ? null : minor;
+    };
+    return { parentId, charge, reject, approve, parseAmount };
+  }
+
+  private capture(acct: Account, f: Record<string, string>): NmiAnswer {
+    const { parentId, charge, reject, approve, parseAmount } = this.followUp(acct, 'capture', f);
+    if (!parentId) return reject('Field required: transactionid');
+    if (!charge) return reject('Transaction not found');
+    if (charge.type !== 'auth') return reject('Only authorizations can be captured');
+    if (charge.voided) return reject('Transaction already voided/refunded');
+    if (charge.capturedMinor > 0) return reject('Transaction already captured');
+    const minor = parseAmount(charge.amountMinor);
+    if (minor === null) return reject('Invalid amount');
+    if (minor > charge.amountMinor) return reject('Capture amount may not exceed the authorized amount');
+    charge.capturedMinor = minor;
+    return approve(minor);
+  }
+
+  private refund(acct: Account, f: Record<string, string>): NmiAnswer {
+    const { parentId, charge, reject, approve, parseAmount } = this.followUp(acct, 'refund', f);
+    if (!parentId) return reject('Field required: transactionid');
+    if (!charge) return reject('Transaction not found');
+    if (charge.voided) return reject('Transaction already voided/refunded');
+    const settled = charge.type === 'sale' ? charge.amountMinor : charge.capturedMinor;
+    if (settled === 0) return reject('Only captured transactions can be refunded');
+    // Without an amount NMI refunds the whole transaction, which fails once part of it is refunded.
+    const minor = parseAmount(settled);
+    if (minor === null) return reject('Invalid amount');
+    if (charge.refundedMinor + minor > settled) return reject('Refund amount may not exceed the transaction balance');
+    charge.refundedMinor += minor;
+    return approve(minor);
+  }
+
+  private void(acct: Account, f: Record<string, string>): NmiAnswer {
+    const { parentId, charge, reject, approve } = this.followUp(acct, 'void', f);
+    if (!parentId) return reject('Field required: transactionid');
+    if (!charge) return reject('Transaction not found');
+    if (charge.voided || charge.refundedMinor > 0) return reject('Transaction already voided/refunded');
+    charge.voided = true;
+    return approve(null);
+  }
+}

@@ -1,0 +1,402 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayAccount, GatewayResult, SaleRequest } from '../src/providers/card-gateway.ts';
+import { NmiAdapter, nmiAdapter } from '../src/providers/nmi/adapter.ts';
+import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
+import { startSandbox } from '../src/sandbox/server.ts';
+
+// The real adapter against the sandbox over a real socket; no database involved.
+const SLOW_MS = 600;
+let sandbox: { url: string; close(): Promise<void> };
+let keySeq = 0;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0, slowMs: SLOW_MS });
+});
+afterAll(async () => {
+  await sandbox?.close();
+});
+
+/** Each test gets its own merchant account: every security key is one. */
+function gateway(prefix = 'key'): GatewayAccount {
+  return { baseUrl: sandbox.url, credentials: { security_key: `${prefix}_${++keySeq}_${Date.now()}` }, testMode: true };
+}
+
+function sale(card: string, extra: Partial<SaleRequest> = {}): SaleRequest {
+  return {
+    amount: 4999,
+    currency: 'USD',
+    orderId: 'ord_test',
+    attemptId: `att_${++keySeq}`,
+    card: { number: card, exp: '12/30', cvv: '123' },
+    saveCard: false,
+    customer: { email: 'ada@example.com', first_name: 'Ada', last_name: 'Lovelace' },
+    billing: { line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'US' },
+    ...extra,
+  };
+}
+
+async function ledger(account: GatewayAccount) {
+  const res = await fetch(`${sandbox.url}/sandbox/nmi/ledger?security_key=${encodeURIComponent(account.credentials.security_key!)}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as {
+    transactions: { transactionid: string | null; type: string; status: string; amount: string | null; amount_minor: number | null; response_code: string; orderid: string | null; last4: string | null; customer_vault_id: string | null; parent_transactionid: string | null; voided?: boolean; refunded_minor?: number }[];
+    summary: { approved_sales: number; charged_minor: number; refunded_minor: number; voided: number };
+  };
+}
+
+async function forceResponse(account: GatewayAccount, code: string | null) {
+  const res = await fetch(`${sandbox.url}/sandbox/nmi/accounts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ security_key: account.credentials.security_key, force_response_code: code }),
+  });
+  expect(res.status).toBe(200);
+}
+
+function approved(r: GatewayResult): Extract<GatewayResult, { kind: 'approved' }> {
+  expect(r.kind, JSON.stringify(r)).toBe('approved');
+  return r as Extract<GatewayResult, { kind: 'approved' }>;
+}
+
+function expectNoCardData(r: GatewayResult) {
+  const text = JSON.stringify(r);
+  for (const pan of Object.values(SANDBOX_CARDS)) expect(text).not.toContain(pan);
+}
+
+describe('NMI adapter against the sandbox', () => {
+  it('answers the health check', async () => {
+    const res = await fetch(`${sandbox.url}/sandbox/health`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ ok: true, providers: ['nmi'] });
+  });
+
+  it('approves a card, saves it to the vault and charges the vault without card fields', async () => {
+    const gw = gateway();
+    const first = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { saveCard: true })));
+    expect(first.responseCode).toBe('100');
+    expect(first.authCode).toMatch(/^\d{6}$/);
+    expect(first.vaultRef).toMatch(/^\d+$/);
+    expectNoCardData(first);
+
+    const upsell = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: first.vaultRef!, amount: 1900 })));
+    expect(upsell.transactionId).not.toBe(first.transactionId);
+
+    const l = await ledger(gw);
+    expect(l.transactions).toHaveLength(2);
+    expect(l.transactions[0]).toMatchObject({ transactionid: first.transactionId, type: 'sale', status: 'approved', amount: '49.99', amount_minor: 4999, last4: '1111', customer_vault_id: first.vaultRef });
+    expect(l.transactions[1]).toMatchObject({ transactionid: upsell.transactionId, amount: '19.00', amount_minor: 1900, last4: '1111', customer_vault_id: first.vaultRef });
+    expect(l.summary).toMatchObject({ approved_sales: 2, charged_minor: 6899 });
+    expect(JSON.stringify(l)).not.toContain(SANDBOX_CARDS.approve);
+  });
+
+  it('does not save a declined card, and refuses an unknown or foreign vault id', async () => {
+    const gw = gateway();
+    const declined = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.insufficientFunds, { saveCard: true }));
+    expect(declined.kind).toBe('declined');
+    const saved = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { saveCard: true })));
+    const entries = (await ledger(gw)).transactions;
+    expect(entries.map((t) => t.customer_vault_id)).toEqual([null, saved.vaultRef]);
+
+    const unknown = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: '123' }));
+    expect(unknown).toMatchObject({ kind: 'error', responseCode: '300', responseText: 'Invalid Customer Vault Id', retryable: false });
+    // A vault belongs to its merchant account.
+    const foreign = await nmiAdapter.sale(gateway(), sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: saved.vaultRef! }));
+    expect(foreign).toMatchObject({ kind: 'error', responseCode: '300', responseText: 'Invalid Customer Vault Id' });
+  });
+
+  it('charges a vaulted card with its own behaviour', async () => {
+    const gw = gateway();
+    await forceResponse(gw, '100');
+    const saved = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.insufficientFunds, { saveCard: true })));
+    await forceResponse(gw, null);
+    const r = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: saved.vaultRef! }));
+    expect(r).toMatchObject({ kind: 'declined', responseCode: '202', retryable: true, hard: false });
+  });
+
+  it.each([
+    ['doNotHonor', '201'],
+    ['insufficientFunds', '202'],
+    ['overLimit', '203'],
+  ] as const)('declines %s softly (%s): retryable on another gateway', async (name, code) => {
+    const r = await nmiAdapter.sale(gateway(), sale(SANDBOX_CARDS[name]));
+    expect(r).toMatchObject({ kind: 'declined', responseCode: code, retryable: true, hard: false });
+    expect(r.transactionId).toMatch(/^\d{10}$/);
+    expectNoCardData(r);
+  });
+
+  it.each([
+    ['pickUp', '250'],
+    ['lost', '251'],
+    ['stolen', '252'],
+    ['fraud', '253'],
+  ] as const)('declines %s hard (%s): never retried', async (name, code) => {
+    const r = await nmiAdapter.sale(gateway(), sale(SANDBOX_CARDS[name]));
+    expect(r).toMatchObject({ kind: 'declined', responseCode: code, retryable: false, hard: true });
+    expectNoCardData(r);
+  });
+
+  it('reports a processor error as a retryable error', async () => {
+    const gw = gateway();
+    const r = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.processingError));
+    expect(r).toMatchObject({ kind: 'error', responseCode: '400', retryable: true });
+    expect((await ledger(gw)).transactions[0]).toMatchObject({ status: 'error', response_code: '400' });
+  });
+
+  it('approves any other Luhn-valid card and rejects an invalid one before processing', async () => {
+    const gw = gateway();
+    approved(await nmiAdapter.sale(gw, sale('5431111111111111')));
+    const bad = await nmiAdapter.sale(gw, sale('4111111111111112'));
+    expect(bad).toMatchObject({ kind: 'error', responseCode: '300', transactionId: null, retryable: false });
+    const badCvv = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { card: { number: SANDBOX_CARDS.approve, exp: '12/30', cvv: '12' } }));
+    expect(badCvv).toMatchObject({ kind: 'error', responseCode: '300', responseText: 'Invalid CVV' });
+    const l = await ledger(gw);
+    expect(l.summary.approved_sales).toBe(1);
+    expect(l.transactions.map((t) => t.status)).toEqual(['approved', 'error', 'error']);
+  });
+
+  it('times out on the slow card without retrying, though the charge went through', async () => {
+    const gw = gateway();
+    const impatient = new NmiAdapter({ timeoutMs: 150 });
+    const started = Date.now();
+    const r = await impatient.sale(gw, sale(SANDBOX_CARDS.slow));
+    expect(Date.now() - started).toBeLessThan(SLOW_MS);
+    expect(r).toMatchObject({ kind: 'error', responseCode: 'timeout', retryable: false, transactionId: null });
+    expectNoCardData(r);
+    // The gateway finishes the charge anyway: exactly why a timeout is never salvaged elsewhere.
+    await new Promise((resolve) => setTimeout(resolve, SLOW_MS + 200));
+    expect((await ledger(gw)).summary.approved_sales).toBe(1);
+    // With patience the slow card is simply approved.
+    approved(await new NmiAdapter({ timeoutMs: 5_000 }).sale(gw, sale(SANDBOX_CARDS.slow)));
+  });
+
+  it('refunds part, refuses to refund more than the balance, then refunds the rest', async () => {
+    const gw = gateway();
+    const s = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { amount: 5000 })));
+    const part = approved(await nmiAdapter.refund(gw, { transactionId: s.transactionId, amount: 2000, currency: 'USD', attemptId: 'rf_1' }));
+    expect(part.transactionId).not.toBe(s.transactionId);
+    const over = await nmiAdapter.refund(gw, { transactionId: s.transactionId, amount: 3001, currency: 'USD', attemptId: 'rf_2' });
+    expect(over).toMatchObject({ kind: 'error', responseCode: '300', responseText: 'Refund amount may not exceed the transaction balance', retryable: false });
+    approved(await nmiAdapter.refund(gw, { transactionId: s.transactionId, amount: 3000, currency: 'USD', attemptId: 'rf_3' }));
+    const unknown = await nmiAdapter.refund(gw, { transactionId: '1', amount: 100, currency: 'USD', attemptId: 'rf_4' });
+    expect(unknown).toMatchObject({ kind: 'error', responseCode: '300', responseText: 'Transaction not found' });
+
+    const l = await ledger(gw);
+    expect(l.transactions.map((t) => [t.type, t.status, t.amount_minor])).toEqual([
+      ['sale', 'approved', 5000],
+      ['refund', 'approved', 2000],
+      ['refund', 'error', null],
+      ['refund', 'approved', 3000],
+      ['refund', 'error', null],
+    ]);
+    expect(l.transactions[1]!.parent_transactionid).toBe(s.transactionId);
+    expect(l.summary).toMatchObject({ approved_sales: 1, charged_minor: 5000, refunded_minor: 5000 });
+  });
+
+  it('voids a sale once, and refuses to void a refunded sale or refund a voided one', async () => {
+    const gw = gateway();
+    const s = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve)));
+    approved(await nmiAdapter.void(gw, { transactionId: s.transactionId, attemptId: 'v_1' }));
+    const again = await nmiAdapter.void(gw, { transactionId: s.transactionId, attemptId: 'v_2' });
+    expect(again).toMatchObject({ kind: 'error', responseCode: '300', responseText: 'Transaction already voided/refunded', retryable: false });
+    const refund = await nmiAdapter.refund(gw, { transactionId: s.transactionId, amount: 100, currency: 'USD', attemptId: 'rf' });
+    expect(refund).toMatchObject({ kind: 'error', responseCode: '300' });
+
+    const s2 = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve)));
+    approved(await nmiAdapter.refund(gw, { transactionId: s2.transactionId, amount: 100, currency: 'USD', attemptId: 'rf2' }));
+    const voidRefunded = await nmiAdapter.void(gw, { transactionId: s2.transactionId, attemptId: 'v_3' });
+    expect(voidRefunded).toMatchObject({ kind: 'error', responseText: 'Transaction already voided/refunded' });
+
+    const l = await ledger(gw);
+    expect(l.transactions.find((t) => t.transactionid === s.transactionId)).toMatchObject({ voided: true });
+    expect(l.summary).toMatchObject({ approved_sales: 2, voided: 1 });
+  });
+
+  it('fails authentication for a key starting with "invalid" and records nothing', async () => {
+    const gw = gateway('invalid');
+    const r = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve));
+    expect(r).toMatchObject({ kind: 'error', responseCode: '300', responseText: 'Authentication Failed', retryable: false, transactionId: null });
+    expect((await ledger(gw)).transactions).toHaveLength(0);
+  });
+
+  it('keeps one ledger per security key, counting only approved sales as charges', async () => {
+    const a = gateway();
+    const b = gateway();
+    await nmiAdapter.sale(a, sale(SANDBOX_CARDS.approve, { amount: 100 }));
+    await nmiAdapter.sale(a, sale(SANDBOX_CARDS.approve, { amount: 200 }));
+    await nmiAdapter.sale(a, sale(SANDBOX_CARDS.doNotHonor, { amount: 300 }));
+    await nmiAdapter.sale(b, sale(SANDBOX_CARDS.approve, { amount: 400 }));
+    const la = await ledger(a);
+    const lb = await ledger(b);
+    expect(la.transactions).toHaveLength(3);
+    expect(la.summary).toMatchObject({ approved_sales: 2, charged_minor: 300 });
+    expect(lb.summary).toMatchObject({ approved_sales: 1, charged_minor: 400 });
+    expect(la.transactions.map((t) => t.orderid)).toEqual(expect.arrayContaining([expect.stringMatching(/^att_/)]));
+  });
+
+  it('lets concurrent identical charges through, so double charges stay visible', async () => {
+    const gw = gateway();
+    const req = sale(SANDBOX_CARDS.approve);
+    const results = await Promise.all([nmiAdapter.sale(gw, req), nmiAdapter.sale(gw, req), nmiAdapter.sale(gw, req)]);
+    expect(results.map((r) => r.kind)).toEqual(['approved', 'approved', 'approved']);
+    const l = await ledger(gw);
+    expect(l.summary.approved_sales).toBe(3);
+    expect(new Set(l.transactions.map((t) => t.orderid))).toEqual(new Set([req.attemptId]));
+  });
+
+  it('forces a whole account to decline softly so the sale can be salvaged on another gateway', async () => {
+    const primary = gateway();
+    const backup = gateway();
+    await forceResponse(primary, '202');
+    const first = await nmiAdapter.sale(primary, sale(SANDBOX_CARDS.approve));
+    expect(first).toMatchObject({ kind: 'declined', responseCode: '202', retryable: true });
+    approved(await nmiAdapter.sale(backup, sale(SANDBOX_CARDS.approve)));
+
+    await forceResponse(primary, '100');
+    approved(await nmiAdapter.sale(primary, sale(SANDBOX_CARDS.doNotHonor)));
+    await forceResponse(primary, '420');
+    expect(await nmiAdapter.sale(primary, sale(SANDBOX_CARDS.approve))).toMatchObject({ kind: 'error', responseCode: '420', retryable: true });
+    await forceResponse(primary, null);
+    expect(await nmiAdapter.sale(primary, sale(SANDBOX_CARDS.doNotHonor))).toMatchObject({ kind: 'declined', responseCode: '201' });
+
+    const bad = await fetch(`${sandbox.url}/sandbox/nmi/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ security_key: 'k', force_response_code: 'abc' }),
+    });
+    expect(bad.status).toBe(400);
+  });
+
+  it('resets one account or all of them', async () => {
+    const a = gateway();
+    const b = gateway();
+    await nmiAdapter.sale(a, sale(SANDBOX_CARDS.approve));
+    await nmiAdapter.sale(b, sale(SANDBOX_CARDS.approve));
+    const post = (body: unknown) => fetch(`${sandbox.url}/sandbox/nmi/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post({ security_key: a.credentials.security_key })).status).toBe(200);
+    expect((await ledger(a)).transactions).toHaveLength(0);
+    expect((await ledger(b)).transactions).toHaveLength(1);
+    expect((await post({})).status).toBe(200);
+    expect((await ledger(b)).transactions).toHaveLength(0);
+  });
+
+  it('answers a raw form POST to /api/transact.php with the documented query-string fields', async () => {
+    const form = new URLSearchParams({
+      security_key: 'raw_key',
+      type: 'sale',
+      ccnumber: SANDBOX_CARDS.approve,
+      ccexp: '1230',
+      cvv: '999',
+      amount: '10.00',
+      orderid: 'raw-1',
+      address1: '888',
+      zip: '77777',
+      customer_vault: 'add_customer',
+    });
+    const res = await fetch(`${sandbox.url}/api/transact.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(body).not.toContain(SANDBOX_CARDS.approve);
+    const a = Object.fromEntries(new URLSearchParams(body));
+    expect(Object.keys(a)).toEqual(['response', 'responsetext', 'authcode', 'transactionid', 'avsresponse', 'cvvresponse', 'orderid', 'type', 'response_code', 'customer_vault_id']);
+    expect(a).toMatchObject({ response: '1', responsetext: 'SUCCESS', avsresponse: 'Y', cvvresponse: 'M', orderid: 'raw-1', type: 'sale', response_code: '100' });
+    expect(a.transactionid).toMatch(/^\d{10}$/);
+
+    const declined = Object.fromEntries(
+      new URLSearchParams(
+        await (
+          await fetch(`${sandbox.url}/api/transact.php`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ security_key: 'raw_key', type: 'sale', ccnumber: SANDBOX_CARDS.stolen, ccexp: '1230', amount: '1.00' }).toString(),
+          })
+        ).text(),
+      ),
+    );
+    expect(declined).toMatchObject({ response: '2', response_code: '252', authcode: '' });
+
+    const noType = Object.fromEntries(
+      new URLSearchParams(await (await fetch(`${sandbox.url}/api/transact.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'security_key=raw_key' })).text()),
+    );
+    expect(noType).toMatchObject({ response: '3', response_code: '300' });
+
+    const json = await fetch(`${sandbox.url}/api/transact.php`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ security_key: 'raw_key', type: 'sale', ccnumber: SANDBOX_CARDS.approve, ccexp: '1230', amount: '1.00' }),
+    });
+    expect(Object.fromEntries(new URLSearchParams(await json.text()))).toMatchObject({ response: '3', response_code: '300' });
+  });
+
+  it('supports auth then capture, and refunds only what was captured', async () => {
+    const gw = gateway();
+    const post = async (fields: Record<string, string>) =>
+      Object.fromEntries(
+        new URLSearchParams(
+          await (
+            await fetch(`${sandbox.url}/api/transact.php`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: new URLSearchParams({ security_key: gw.credentials.security_key!, ...fields }).toString(),
+            })
+          ).text(),
+        ),
+      );
+    const auth = await post({ type: 'auth', ccnumber: SANDBOX_CARDS.approve, ccexp: '1230', amount: '20.00' });
+    expect(auth.response).toBe('1');
+    expect(await post({ type: 'refund', transactionid: auth.transactionid! })).toMatchObject({ response: '3' });
+    expect(await post({ type: 'capture', transactionid: auth.transactionid!, amount: '25.00' })).toMatchObject({ response: '3' });
+    expect(await post({ type: 'capture', transactionid: auth.transactionid!, amount: '15.00' })).toMatchObject({ response: '1' });
+    approved(await nmiAdapter.refund(gw, { transactionId: auth.transactionid!, amount: 1500, currency: 'USD', attemptId: 'rf' }));
+    expect((await ledger(gw)).summary).toMatchObject({ approved_sales: 0, refunded_minor: 1500 });
+  });
+});
+
+describe('NMI adapter transport failures', () => {
+  let odd: http.Server;
+  let oddUrl: string;
+
+  beforeAll(async () => {
+    odd = http.createServer((req, res) => {
+      req.resume();
+      if (req.url?.startsWith('/redirect/')) {
+        // 307 keeps the method and body: following it would post the card on to the sandbox.
+        res.writeHead(307, { location: `${sandbox.url}/api/transact.php` }).end();
+      } else if (req.url?.startsWith('/html/')) {
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Down for maintenance</html>');
+      } else {
+        res.writeHead(502).end('bad gateway');
+      }
+    });
+    await new Promise<void>((resolve) => odd.listen(0, '127.0.0.1', resolve));
+    oddUrl = `http://127.0.0.1:${(odd.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => odd?.close(resolve));
+  });
+
+  const at = (baseUrl: string): GatewayAccount => ({ baseUrl, credentials: { security_key: 'k' }, testMode: true });
+
+  it('never follows a redirect', async () => {
+    const gw = at(`${oddUrl}/redirect`);
+    const r = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve));
+    expect(r).toMatchObject({ kind: 'error', responseCode: 'bad_response', retryable: false });
+    expect((await ledger({ ...gw, credentials: { security_key: 'k' } })).transactions).toHaveLength(0);
+  });
+
+  it('treats a non-200 or a body that is not an NMI answer as a bad response', async () => {
+    expect(await nmiAdapter.sale(at(`${oddUrl}/html`), sale(SANDBOX_CARDS.approve))).toMatchObject({ kind: 'error', responseCode: 'bad_response', retryable: false });
+    expect(await nmiAdapter.sale(at(`${oddUrl}/502`), sale(SANDBOX_CARDS.approve))).toMatchObject({ kind: 'error', responseCode: 'bad_response', retryable: false });
+  });
+
+  it('reports an unreachable gateway as a network error without throwing', async () => {
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const r = await nmiAdapter.sale(at(`http://127.0.0.1:${port}`), sale(SANDBOX_CARDS.approve));
+    expect(r).toMatchObject({ kind: 'error', responseCode: 'network_error', retryable: false, transactionId: null });
+    expectNoCardData(r);
+  });
+});
