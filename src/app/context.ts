@@ -3,6 +3,7 @@ import { CatalogService } from '../modules/catalog/service.ts';
 import { IdempotencyService } from '../modules/idempotency/service.ts';
 import { OrdersService } from '../modules/orders/service.ts';
 import { CustomersService } from '../modules/customers/service.ts';
+import { EventsService } from '../modules/events/service.ts';
 import { FulfillmentsService } from '../modules/fulfillments/service.ts';
 import { GatewaysService } from '../modules/gateways/service.ts';
 import { PaymentsService } from '../modules/payments/service.ts';
@@ -11,12 +12,15 @@ import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
 import type { Config } from './config.ts';
 import type { Secrets } from './secrets.ts';
+import type { Drainer } from '../worker/worker.ts';
 
 /** Everything a process needs, assembled once. Modules reach each other only through these services. */
 export interface AppContext {
   config: Config;
   store: Store;
   secrets: Secrets;
+  /** The queues `checkstand worker` drains (webhook deliveries, autoresponder mail). */
+  drainers: Drainer[];
   services: {
     teams: TeamsService;
     idempotency: IdempotencyService;
@@ -27,6 +31,7 @@ export interface AppContext {
     fulfillments: FulfillmentsService;
     subscriptions: SubscriptionsService;
     gateways: GatewaysService;
+    events: EventsService;
   };
 }
 
@@ -35,12 +40,14 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const catalog = new CatalogService(store);
   const customers = new CustomersService(store);
   const gateways = new GatewaysService(store, secrets);
+  const events = new EventsService(store);
   const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter });
   const orders = new OrdersService(store, catalog, customers, payments);
   return {
     config,
     store,
     secrets,
+    drainers: [],
     services: {
       teams,
       idempotency: new IdempotencyService(store, secrets, config.idempotencyTtlHours),
@@ -51,6 +58,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       fulfillments: new FulfillmentsService(store),
       subscriptions: new SubscriptionsService(store),
       gateways,
+      events,
     },
   };
 }

@@ -37,6 +37,12 @@ export const ID_PREFIX = {
   testCard: 'tc',
   paymentMethod: 'pm',
   orderUpsell: 'oup',
+  event: 'ev',
+  webhookEndpoint: 'we',
+  webhookDelivery: 'msg',
+  webhookAttempt: 'watt',
+  mail: 'mail',
+  couponRedemption: 'red',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

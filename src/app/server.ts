@@ -15,6 +15,7 @@ import { pendingMigrations } from '../db/migrate.ts';
 import { registerCatalogRoutes } from '../modules/catalog/routes.ts';
 import { registerOrderRoutes } from '../modules/orders/routes.ts';
 import { registerCustomerRoutes } from '../modules/customers/routes.ts';
+import { registerEventRoutes } from '../modules/events/routes.ts';
 import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
 import { registerGatewayRoutes } from '../modules/gateways/routes.ts';
 import { registerPaymentRoutes } from '../modules/payments/routes.ts';
@@ -107,6 +108,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         { name: 'catalog', description: 'Campaigns, products, offers, upsells, coupons' },
         { name: 'records', description: 'Orders, customers, transactions, fulfillments, subscriptions' },
         { name: 'payments-config', description: 'Gateways, payment orchestrators, BIN blacklist, test cards' },
+        { name: 'webhooks', description: 'Events, webhook endpoints and their deliveries, autoresponder mail' },
         { name: 'operations', description: 'Health, readiness, metrics' },
       ],
     },
@@ -170,6 +172,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerPaymentRoutes(api, ctx);
     registerFulfillmentRoutes(api, ctx);
     registerSubscriptionRoutes(api, ctx);
+    registerEventRoutes(api, ctx);
     registerGatewayRoutes(api, ctx);
   });
 

@@ -43,6 +43,8 @@ export interface CampaignsTable {
   gateway_id: string | null;
   payment_orchestrator_id: string | null;
   is_active: Defaulted<boolean>;
+  purchase_email_subject: ColumnType<string | null, string | null | undefined, string | null>;
+  purchase_email_body: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -156,6 +158,8 @@ export interface OrdersTable {
   payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
   payment_started_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   refunded_total: Defaulted<number>;
+  coupon_id: ColumnType<string | null, string | null | undefined, string | null>;
+  completed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -349,6 +353,95 @@ export interface OrderUpsellsTable {
   updated_at: Timestamp;
 }
 
+export interface EventsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  type: string;
+  order_id: string | null;
+  payload: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+}
+
+export interface WebhookEndpointsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  url: string;
+  description: string | null;
+  event_types: Json<string[]>;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  is_active: Defaulted<boolean>;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  consecutive_failures: Defaulted<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookDeliveriesTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  endpoint_id: string;
+  event_id: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempt_count: Defaulted<number>;
+  next_attempt_at: Date | null;
+  locked_until: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookAttemptsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  delivery_id: string;
+  attempt: number;
+  status_code: number | null;
+  duration_ms: number;
+  response_body: string | null;
+  error: string | null;
+  created_at: Timestamp;
+}
+
+export interface MailMessagesTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  event_id: string;
+  order_id: string | null;
+  kind: string;
+  to_address: string;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  status: 'pending' | 'sent' | 'failed';
+  attempt_count: Defaulted<number>;
+  next_attempt_at: Date | null;
+  locked_until: Date | null;
+  transport: string | null;
+  transport_ref: string | null;
+  last_error: string | null;
+  sent_at: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CouponRedemptionsTable {
+  id: string;
+  team_id: string;
+  coupon_id: string;
+  order_id: string;
+  amount: number;
+  created_at: Timestamp;
+}
+
 export interface DB {
   teams: TeamsTable;
   api_tokens: ApiTokensTable;
@@ -373,6 +466,12 @@ export interface DB {
   test_cards: TestCardsTable;
   payment_methods: PaymentMethodsTable;
   order_upsells: OrderUpsellsTable;
+  events: EventsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  mail_messages: MailMessagesTable;
+  coupon_redemptions: CouponRedemptionsTable;
 }
 
 export type Row<T extends keyof DB> = Selectable<DB[T]>;

@@ -7,7 +7,17 @@ export interface Schedule {
   run(ctx: AppContext): Promise<Record<string, unknown>>;
 }
 
-/** Periodic housekeeping. Later work adds the outbox drain and the nightly rebills here. */
+/**
+ * A queue the worker drains: `drain` claims a batch of due rows (FOR UPDATE SKIP LOCKED plus a
+ * lease, so several workers never take the same row), processes it and returns how many it
+ * handled; 0 means nothing is due and the worker waits for a nudge or the poll interval.
+ */
+export interface Drainer {
+  name: string;
+  drain(ctx: AppContext, log: Logger): Promise<number>;
+}
+
+/** Periodic housekeeping. */
 export const SCHEDULES: Schedule[] = [
   {
     name: 'purge-expired-idempotency-keys',
@@ -22,10 +32,21 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
-export function startWorker(ctx: AppContext, log: Logger, schedules: Schedule[] = SCHEDULES): RunningWorker {
+export interface WorkerOptions {
+  schedules?: Schedule[];
+  drainers?: Drainer[];
+  /** How often an idle drainer looks for due work (it is also woken by in-process events). */
+  pollMs?: number;
+}
+
+export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = {}): RunningWorker {
+  const schedules = opts.schedules ?? SCHEDULES;
+  const drainers = opts.drainers ?? ctx.drainers;
+  const pollMs = opts.pollMs ?? 250;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<unknown>>();
   let stopped = false;
+
   const tick = (s: Schedule) => {
     if (stopped) return;
     const p = s
@@ -39,11 +60,41 @@ export function startWorker(ctx: AppContext, log: Logger, schedules: Schedule[] 
     tick(s);
     timers.push(setInterval(() => tick(s), s.everyMs));
   }
-  log.info({ schedules: schedules.map((s) => s.name) }, 'worker started');
+
+  const wakeups: Array<() => void> = [];
+  const unsubscribe = ctx.services.events.onWork(() => wakeups.splice(0).forEach((w) => w()));
+  const idle = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      wakeups.push(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+
+  for (const d of drainers) {
+    const loop = (async () => {
+      while (!stopped) {
+        try {
+          const n = await d.drain(ctx, log);
+          if (n === 0) await idle(pollMs);
+        } catch (err) {
+          if (stopped) break;
+          log.error({ err, drainer: d.name }, 'drain failed');
+          await idle(1000);
+        }
+      }
+    })();
+    running.add(loop);
+  }
+
+  log.info({ schedules: schedules.map((s) => s.name), drainers: drainers.map((d) => d.name) }, 'worker started');
   return {
     async stop() {
       stopped = true;
+      unsubscribe();
       timers.forEach(clearInterval);
+      wakeups.splice(0).forEach((w) => w());
       await Promise.allSettled([...running]);
     },
   };

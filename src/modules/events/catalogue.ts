@@ -1,0 +1,17 @@
+/**
+ * The outbound event catalogue: every event a merchant can subscribe a webhook endpoint to.
+ * Payloads are `{ id, type, created_at, data: { object } }` where `object` is the API's view
+ * of the order (or refund, or subscription) at the time of the event.
+ */
+export const EVENT_CATALOGUE = {
+  'order.completed': 'The order was completed (Complete Order, or payment confirmation for redirect flows). Fired once per order.',
+  'order.declined': 'A first payment (Create Order, Process Payment, Reprocess Payment) was declined.',
+  'order.upsell_added': 'A one-click upsell was charged and its line added to the order.',
+  'order.upsell_declined': 'A one-click upsell was declined; nothing was added.',
+  'refund.created': 'A refund of a charge was approved by the gateway.',
+  'charge.voided': 'A charge was voided before settlement.',
+  'subscription.created': 'A subscription was created for a recurring or trial line at completion.',
+} as const;
+
+export type EventType = keyof typeof EVENT_CATALOGUE;
+export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];

@@ -1,0 +1,28 @@
+import type { Executor } from '../../db/database.ts';
+import type { NewRow, Row } from '../../db/schema.ts';
+
+export async function insertEvent(db: Executor, row: NewRow<'events'>): Promise<Row<'events'>> {
+  return db.insertInto('events').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findEvent(db: Executor, teamId: string, id: string): Promise<Row<'events'> | undefined> {
+  return db.selectFrom('events').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findOrderEvent(db: Executor, teamId: string, orderId: string, type: string): Promise<Row<'events'> | undefined> {
+  return db.selectFrom('events').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('type', '=', type).executeTakeFirst();
+}
+
+export async function listEvents(
+  db: Executor,
+  teamId: string,
+  f: { limit: number; afterSeq: number | null; type?: string | undefined; orderId?: string | undefined; createdGte?: Date | undefined; createdLte?: Date | undefined },
+): Promise<Row<'events'>[]> {
+  let q = db.selectFrom('events').selectAll().where('team_id', '=', teamId);
+  if (f.afterSeq !== null) q = q.where('seq', '<', f.afterSeq);
+  if (f.type) q = q.where('type', '=', f.type);
+  if (f.orderId) q = q.where('order_id', '=', f.orderId);
+  if (f.createdGte) q = q.where('created_at', '>=', f.createdGte);
+  if (f.createdLte) q = q.where('created_at', '<=', f.createdLte);
+  return q.orderBy('seq', 'desc').limit(f.limit + 1).execute();
+}

@@ -1,0 +1,79 @@
+import { invalid, notFound } from '../../app/errors.ts';
+import { newId } from '../../app/ids.ts';
+import { iso, type ListQuery } from '../../app/schemas.ts';
+import type { Executor, Store, Tx } from '../../db/database.ts';
+import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import type { Row } from '../../db/schema.ts';
+import type { EventType } from './catalogue.ts';
+import * as repo from './repo.ts';
+
+export function eventView(e: Row<'events'>) {
+  return { object: 'event' as const, id: e.id, type: e.type, created_at: iso(e.created_at), data: e.payload };
+}
+export type EventView = ReturnType<typeof eventView>;
+
+/** What webhooks and mail do with an event, inside the transaction that emitted it. */
+export interface EventSink {
+  onEvent(trx: Tx, event: Row<'events'>): Promise<void>;
+}
+
+/**
+ * The transactional outbox. A state change and the events it causes commit together:
+ * `emit` runs in the caller's transaction, writes the event and lets each sink (webhook
+ * deliveries, autoresponder mail) write its own rows in that same transaction. Workers
+ * deliver those rows after commit.
+ */
+export class EventsService {
+  private readonly sinks: EventSink[] = [];
+  private readonly wakers = new Set<() => void>();
+
+  constructor(private readonly store: Store) {}
+
+  registerSink(sink: EventSink): void {
+    this.sinks.push(sink);
+  }
+
+  /** In-process workers ask to be woken when work may be waiting (they poll as well). */
+  onWork(wake: () => void): () => void {
+    this.wakers.add(wake);
+    return () => this.wakers.delete(wake);
+  }
+
+  /** Call after a transaction that emitted events has committed. */
+  nudge(): void {
+    for (const w of this.wakers) w();
+  }
+
+  async emit(trx: Tx, teamId: string, type: EventType, opts: { orderId?: string | null; object: Record<string, unknown> }): Promise<Row<'events'>> {
+    const id = newId('event');
+    const event = await repo.insertEvent(trx, {
+      id,
+      team_id: teamId,
+      type,
+      order_id: opts.orderId ?? null,
+      payload: JSON.stringify({ object: opts.object }),
+    });
+    for (const sink of this.sinks) await sink.onEvent(trx, event);
+    return event;
+  }
+
+  findOrderEvent(db: Executor, teamId: string, orderId: string, type: EventType) {
+    return repo.findOrderEvent(db, teamId, orderId, type);
+  }
+
+  async get(teamId: string, id: string): Promise<EventView> {
+    const e = await this.store.run((db) => repo.findEvent(db, teamId, id));
+    if (!e) throw notFound('Event');
+    return eventView(e);
+  }
+
+  async list(teamId: string, q: ListQuery & { type?: string | undefined; order_number?: string | undefined }): Promise<Page<EventView>> {
+    return this.store.run(async (db) => {
+      const afterSeq = await cursorSeq(db, 'events', teamId, q.starting_after);
+      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
+      const rows = await repo.listEvents(db, teamId, { limit: q.limit, afterSeq, type: q.type, orderId: q.order_number, createdGte: q.created_gte, createdLte: q.created_lte });
+      const page = toPage(rows, q.limit);
+      return { items: page.items.map(eventView), has_more: page.has_more };
+    });
+  }
+}
