@@ -103,6 +103,9 @@ describe('Idempotency-Key', () => {
     expect(JSON.stringify(row)).not.toContain(CANARY_PAN.slice(0, 6) + CANARY_PAN.slice(6));
     expect(row.fingerprint).toMatch(/^[0-9a-f]{64}$/);
     expect(row.state).toBe('done');
+    // The stored response is sealed: nothing of it (not even the order number) is readable at rest.
+    expect(row.response_body).toMatch(/^v1:/);
+    expect(row.response_body).not.toContain('order_number');
   });
 
   it('refuses an over-long key', async () => {

@@ -48,6 +48,15 @@ beforeAll(async () => {
       })
       .execute();
   });
+  const ev = await app.store.transaction((trx) => app.ctx.services.events.emit(trx, a.teamId, 'order.upsell_added', { orderId: ids.order, object: { order_number: ids.order } }));
+  ids.event = ev.id;
+  ids.mail = newId('mail');
+  await app.store.run((db) =>
+    db
+      .insertInto('mail_messages')
+      .values({ id: ids.mail!, team_id: a.teamId, event_id: ev.id, order_id: ids.order!, kind: 'purchase_confirmation', to_address: 'a@example.com', subject: 's', text_body: 't', status: 'sent' })
+      .execute(),
+  );
   ids.campaign = funnel.campaignId;
   ids.product = (await a.api.get('/v1/products?limit=1')).body.data[0].id;
   ids.offer = funnel.offers.serum;
@@ -58,13 +67,18 @@ beforeAll(async () => {
   ids['payment-orchestrator'] = (await a.api.post('/v1/payment-orchestrators', { name: 'A router', members: [{ gateway_id: ids.gateway }] })).body.data.id;
   ids['bin-blacklist'] = (await a.api.post('/v1/bin-blacklist', { prefix: '123456' })).body.data.id;
   ids['test-card'] = (await a.api.post('/v1/test-cards', { card_number: '4242424242424242' })).body.data.id;
+  // The tenancy app refuses private webhook targets: a public address literal registers without DNS.
+  const endpoint = await a.api.post('/v1/webhook-endpoints', { url: 'https://93.184.215.14/hooks', event_types: ['*'] });
+  ids['webhook-endpoint'] = endpoint.body.data.id;
+  const hook = await app.store.transaction((trx) => app.ctx.services.events.emit(trx, a.teamId, 'order.upsell_added', { orderId: ids.order, object: {} }));
+  ids['webhook-delivery'] = (await app.store.run((db) => db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', hook.id).executeTakeFirstOrThrow())).id;
 });
 afterAll(async () => app?.close());
 
 /** Fills a route template with team A's id of the right kind. */
 function fill(path: string): string {
   return path.replace(/\{(\w+)\}/g, (_m, name: string) => {
-    const kind = name === 'order_number' ? 'order' : name === 'customer_number' ? 'customer' : path.split('/')[2]!.replace(/s$/, '');
+    const kind = name === 'order_number' ? 'order' : name === 'customer_number' ? 'customer' : path.split('/')[2]!.replace(/ies$/, 'y').replace(/s$/, '');
     // DELETE routes are exercised too: they must 404 for another team before touching anything.
     const id = ids[kind];
     if (!id) throw new Error(`no fixture id for ${kind} in ${path}`);
@@ -80,6 +94,8 @@ async function snapshot() {
     blocks: (await db.selectFrom('bin_blacklist').select('id').where('team_id', '=', a.teamId).execute()).length,
     testCards: (await db.selectFrom('test_cards').select('id').where('team_id', '=', a.teamId).execute()).length,
     transactions: (await db.selectFrom('transactions').select('id').where('team_id', '=', a.teamId).execute()).length,
+    endpoint: await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', ids['webhook-endpoint']!).executeTakeFirstOrThrow(),
+    deliveries: await db.selectFrom('webhook_deliveries').select(['id', 'status', 'attempt_count']).where('team_id', '=', a.teamId).orderBy('id').execute(),
     campaign: await db.selectFrom('campaigns').selectAll().where('id', '=', ids.campaign!).executeTakeFirstOrThrow(),
     events: (await db.selectFrom('order_events').select('id').where('order_id', '=', ids.order!).execute()).length,
   }));
@@ -102,8 +118,12 @@ describe('tenancy: another team never sees or changes team A', () => {
             : method === 'patch'
               ? path.startsWith('/v1/coupons')
                 ? { is_active: false }
-                : { name: 'hijacked' }
-              : undefined;
+                : path.startsWith('/v1/webhook-endpoints')
+                  ? { description: 'hijacked' }
+                  : { name: 'hijacked' }
+              : method === 'put'
+                ? { subject: 'hijacked', body: 'hijacked' }
+                : undefined;
         const r = await b.api.request(method.toUpperCase(), url, body);
         expect(r.status, `${method} ${path}`).toBe(404);
         expect(r.body).toMatchObject({ success: false, data: null, error: { code: 'not_found' } });
@@ -112,7 +132,7 @@ describe('tenancy: another team never sees or changes team A', () => {
         checked.push(`${method} ${path}`);
       }
     }
-    expect(checked.length).toBeGreaterThanOrEqual(25);
+    expect(checked.length).toBeGreaterThanOrEqual(38);
     expect(await snapshot()).toEqual(before);
   });
 

@@ -13,6 +13,19 @@ export interface Config {
   idempotencyTtlHours: number;
   publicBaseUrl: string | undefined;
   dbPoolMax: number;
+  /** Lets webhook endpoints target loopback, private, link-local and other non-public addresses (development, tests). */
+  webhookAllowPrivateTargets: boolean;
+  /** Per attempt: connect, send, and read the start of the answer. */
+  webhookTimeoutMs: number;
+  /** Delay before each retry of a failed delivery (jittered ±20%); attempts = retries + 1. */
+  webhookRetryScheduleMs: number[];
+  /** Consecutive failed deliveries after which an endpoint is disabled. */
+  webhookDisableAfterFailures: number;
+  /** smtp(s)://user:pass@host:port for autoresponder mail; unset writes each mail to dataDir/mail/<id>.eml. */
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  /** Delay before each retry of an unsent autoresponder mail; attempts = entries + 1. */
+  mailRetryScheduleMs: number[];
 }
 
 function intFrom(value: string | undefined, fallback: number, name: string): number {
@@ -20,6 +33,28 @@ function intFrom(value: string | undefined, fallback: number, name: string): num
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
   return n;
+}
+
+function boolFrom(value: string | undefined, fallback: boolean, name: string): boolean {
+  if (value === undefined || value === '') return fallback;
+  if (/^(true|1|yes|on)$/i.test(value)) return true;
+  if (/^(false|0|no|off)$/i.test(value)) return false;
+  throw new Error(`${name} must be true or false, got "${value}"`);
+}
+
+/** Svix-like: immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h — about 28 hours in all. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+
+/** 1 min, 5 min, 30 min, 2 h, 6 h: six attempts over about 9 hours. */
+export const DEFAULT_MAIL_RETRY_SCHEDULE_MS = [60_000, 300_000, 1_800_000, 7_200_000, 21_600_000];
+
+function msListFrom(value: string | undefined, fallback: number[], name: string): number[] {
+  if (value === undefined || value.trim() === '') return fallback;
+  return value.split(',').map((part) => {
+    const n = Number(part.trim());
+    if (part.trim() === '' || !Number.isInteger(n) || n < 0) throw new Error(`${name} must be a comma-separated list of milliseconds, got "${value}"`);
+    return n;
+  });
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -34,5 +69,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: intFrom(env.IDEMPOTENCY_TTL_HOURS, 24, 'IDEMPOTENCY_TTL_HOURS'),
     publicBaseUrl: env.PUBLIC_BASE_URL || undefined,
     dbPoolMax: intFrom(env.DATABASE_POOL_MAX, 10, 'DATABASE_POOL_MAX'),
+    webhookAllowPrivateTargets: boolFrom(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'),
+    webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 10_000, 'WEBHOOK_TIMEOUT_MS'),
+    webhookRetryScheduleMs: msListFrom(env.WEBHOOK_RETRY_SCHEDULE_MS, DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS, 'WEBHOOK_RETRY_SCHEDULE_MS'),
+    webhookDisableAfterFailures: intFrom(env.WEBHOOK_DISABLE_AFTER_FAILURES, 5, 'WEBHOOK_DISABLE_AFTER_FAILURES'),
+    smtpUrl: env.SMTP_URL || undefined,
+    mailFrom: env.MAIL_FROM || 'Checkstand <no-reply@checkstand.local>',
+    mailRetryScheduleMs: msListFrom(env.MAIL_RETRY_SCHEDULE_MS, DEFAULT_MAIL_RETRY_SCHEDULE_MS, 'MAIL_RETRY_SCHEDULE_MS'),
   };
 }

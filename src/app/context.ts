@@ -6,7 +6,10 @@ import { CustomersService } from '../modules/customers/service.ts';
 import { EventsService } from '../modules/events/service.ts';
 import { FulfillmentsService } from '../modules/fulfillments/service.ts';
 import { GatewaysService } from '../modules/gateways/service.ts';
+import { MailService } from '../modules/mail/service.ts';
+import { createMailTransport } from '../modules/mail/transport.ts';
 import { PaymentsService } from '../modules/payments/service.ts';
+import { WebhooksService, webhookOptionsFrom } from '../modules/webhooks/service.ts';
 import { nmiAdapter } from '../providers/nmi/adapter.ts';
 import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
@@ -32,6 +35,8 @@ export interface AppContext {
     subscriptions: SubscriptionsService;
     gateways: GatewaysService;
     events: EventsService;
+    webhooks: WebhooksService;
+    mail: MailService;
   };
 }
 
@@ -41,13 +46,19 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const customers = new CustomersService(store);
   const gateways = new GatewaysService(store, secrets);
   const events = new EventsService(store);
+  const webhooks = new WebhooksService(store, secrets, events, webhookOptionsFrom(config));
+  events.registerSink(webhooks);
+  const mail = new MailService(store, catalog, createMailTransport(config), { from: config.mailFrom, retryDelaysMs: config.mailRetryScheduleMs });
+  events.registerSink(mail);
   const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter });
-  const orders = new OrdersService(store, catalog, customers, payments);
+  const fulfillments = new FulfillmentsService(store);
+  const subscriptions = new SubscriptionsService(store);
+  const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);
   return {
     config,
     store,
     secrets,
-    drainers: [],
+    drainers: [mail.drainer, webhooks.drainer],
     services: {
       teams,
       idempotency: new IdempotencyService(store, secrets, config.idempotencyTtlHours),
@@ -55,10 +66,12 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       orders,
       customers,
       payments,
-      fulfillments: new FulfillmentsService(store),
-      subscriptions: new SubscriptionsService(store),
+      fulfillments,
+      subscriptions,
       gateways,
       events,
+      webhooks,
+      mail,
     },
   };
 }

@@ -18,6 +18,7 @@ export const ERRORS = {
   conflict: { status: 409, type: 'invalid_request_error', message: 'The request conflicts with the current state.' },
   order_not_payable: { status: 409, type: 'invalid_request_error', message: 'This order cannot be paid in its current state.' },
   order_not_a_lead: { status: 409, type: 'invalid_request_error', message: 'This order is no longer a lead and cannot be updated through Create Lead.' },
+  order_not_completable: { status: 409, type: 'invalid_request_error', message: 'This order cannot be completed in its current state.' },
   payment_in_progress: { status: 409, type: 'invalid_request_error', message: 'A payment for this order is already in progress; retry in a moment.' },
   no_saved_payment_method: { status: 422, type: 'invalid_request_error', message: 'No saved payment method found for this order.' },
   provider_not_configured: { status: 422, type: 'invalid_request_error', message: 'The external checkout provider is not configured for this team.' },

@@ -18,8 +18,10 @@ import { registerCustomerRoutes } from '../modules/customers/routes.ts';
 import { registerEventRoutes } from '../modules/events/routes.ts';
 import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
 import { registerGatewayRoutes } from '../modules/gateways/routes.ts';
+import { registerMailRoutes } from '../modules/mail/routes.ts';
 import { registerPaymentRoutes } from '../modules/payments/routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
+import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
@@ -174,6 +176,8 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerSubscriptionRoutes(api, ctx);
     registerEventRoutes(api, ctx);
     registerGatewayRoutes(api, ctx);
+    registerWebhookRoutes(api, ctx);
+    registerMailRoutes(api, ctx);
   });
 
   return app as unknown as Http;

@@ -9,6 +9,7 @@ import { buildServer } from '../app/server.ts';
 import { tokenView } from '../modules/teams/service.ts';
 import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
 import { startWorker } from '../worker/worker.ts';
+import { demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
 
 /** `npm start` runs the provider sandbox beside the API unless CHECKSTAND_SANDBOX=off. */
 function sandboxWanted(): boolean {
@@ -43,6 +44,7 @@ export function quickstart(baseUrl: string, seed: DemoSeed): string {
     '',
     `  API        ${baseUrl}`,
     `  API docs   ${baseUrl}/docs`,
+    `  Demo shop  ${baseUrl}/demo   (a funnel calling this API: checkout, upsell, thank-you)`,
     `  API token  ${seed.token}`,
     '             (shown once: it is stored only as a hash. `npx checkstand token create --team ' + seed.team_id + '` makes another.)',
     '',
@@ -70,6 +72,9 @@ async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandbox: boo
     fs.writeFileSync(path.join(config.dataDir, 'demo.json'), JSON.stringify(ids, null, 2) + '\n');
   }
   const app = await buildServer(ctx, log);
+  // Demo funnel (web/demo) on `npm start`: /demo, with a fresh `demo-funnel` token of the demo team held server-side, never printed.
+  const demo = opts.seedIfEmpty ? await demoFunnelOptions(ctx, seed) : undefined;
+  if (demo) enableDemoFunnel(app, demo);
   await app.listen({ host: config.host, port: config.port });
   const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   const worker = opts.worker ? startWorker(ctx, log) : undefined;
@@ -83,6 +88,7 @@ async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandbox: boo
     log.info({ signal }, 'shutting down');
     await worker?.stop();
     await app.close();
+    await ctx.services.mail.close();
     await sandbox?.close();
     await rt.close();
     process.exit(0);

@@ -131,6 +131,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     },
     async close() {
       await app.close();
+      await ctx.services.mail.close();
       await store.close();
       await drop();
     },

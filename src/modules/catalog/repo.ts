@@ -50,6 +50,22 @@ export async function updateCampaign(db: Executor, teamId: string, id: string, p
     .executeTakeFirst();
 }
 
+/** The campaign's purchase-confirmation template; null for both resets it to the default. */
+export async function setCampaignPurchaseEmail(
+  db: Executor,
+  teamId: string,
+  id: string,
+  template: { subject: string; body: string } | null,
+): Promise<Row<'campaigns'> | undefined> {
+  return db
+    .updateTable('campaigns')
+    .set({ purchase_email_subject: template?.subject ?? null, purchase_email_body: template?.body ?? null, updated_at: sql`now()` })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
 export async function listCampaigns(db: Executor, teamId: string, w: ListWindow): Promise<Row<'campaigns'>[]> {
   return windowed(db.selectFrom('campaigns').selectAll().where('team_id', '=', teamId), w).execute();
 }
@@ -133,6 +149,24 @@ export async function findCoupon(db: Executor, teamId: string, id: string): Prom
 }
 
 /** Locks the coupon row: a patch checks `times_redeemed` while redemptions may be counting up. */
+export async function findCouponByCode(db: Executor, teamId: string, code: string): Promise<Row<'coupons'> | undefined> {
+  return db.selectFrom('coupons').selectAll().where('team_id', '=', teamId).where(sql`lower(code)`, '=', code.toLowerCase()).executeTakeFirst();
+}
+
+export async function insertRedemption(db: Executor, row: NewRow<'coupon_redemptions'>): Promise<boolean> {
+  const r = await db.insertInto('coupon_redemptions').values(row).onConflict((oc) => oc.column('order_id').doNothing()).returning('id').executeTakeFirst();
+  return r !== undefined;
+}
+
+export async function incrementRedemptions(db: Executor, teamId: string, id: string): Promise<void> {
+  await db
+    .updateTable('coupons')
+    .set((eb) => ({ times_redeemed: eb('times_redeemed', '+', 1), updated_at: new Date() }))
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .execute();
+}
+
 export async function lockCoupon(db: Executor, teamId: string, id: string): Promise<Row<'coupons'> | undefined> {
   return db.selectFrom('coupons').selectAll().where('team_id', '=', teamId).where('id', '=', id).forUpdate().executeTakeFirst();
 }

@@ -1,7 +1,7 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
-import type { Executor, Store } from '../../db/database.ts';
+import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type ListableTable, toPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
@@ -141,8 +141,28 @@ export class CatalogService {
     return repo.findOffers(db, teamId, ids);
   }
 
+  findCouponByCode(db: Executor, teamId: string, code: string): Promise<Row<'coupons'> | undefined> {
+    return repo.findCouponByCode(db, teamId, code);
+  }
+
+  findCoupon(db: Executor, teamId: string, id: string): Promise<Row<'coupons'> | undefined> {
+    return repo.findCoupon(db, teamId, id);
+  }
+
+  /** Records the coupon's use by a completed order, once per order (called in the completing transaction). */
+  async redeemCoupon(trx: Tx, teamId: string, couponId: string, orderId: string, amount: number): Promise<void> {
+    if (await repo.insertRedemption(trx, { id: newId('couponRedemption'), team_id: teamId, coupon_id: couponId, order_id: orderId, amount })) {
+      await repo.incrementRedemptions(trx, teamId, couponId);
+    }
+  }
+
   findUpsell(db: Executor, teamId: string, id: string): Promise<Row<'upsells'> | undefined> {
     return repo.findUpsell(db, teamId, id);
+  }
+
+  /** The mail module keeps the campaign's purchase-confirmation template here; null resets it. */
+  setCampaignPurchaseEmail(db: Executor, teamId: string, id: string, template: { subject: string; body: string } | null): Promise<Row<'campaigns'> | undefined> {
+    return repo.setCampaignPurchaseEmail(db, teamId, id, template);
   }
 
   // ---- campaigns

@@ -5,6 +5,11 @@ export async function insertFulfillment(db: Executor, row: NewRow<'fulfillments'
   return db.insertInto('fulfillments').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
+/** One fulfillment per order (unique index): a second completion path inserts nothing. */
+export async function insertFulfillmentOnce(db: Executor, row: NewRow<'fulfillments'>): Promise<Row<'fulfillments'> | undefined> {
+  return db.insertInto('fulfillments').values(row).onConflict((oc) => oc.column('order_id').doNothing()).returningAll().executeTakeFirst();
+}
+
 export async function findFulfillment(db: Executor, teamId: string, id: string): Promise<Row<'fulfillments'> | undefined> {
   return db.selectFrom('fulfillments').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
 }

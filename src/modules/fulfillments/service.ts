@@ -1,6 +1,7 @@
 import { invalid, notFound } from '../../app/errors.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
-import type { Store } from '../../db/database.ts';
+import { newId } from '../../app/ids.ts';
+import type { Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
@@ -20,8 +21,31 @@ export function fulfillmentView(f: Row<'fulfillments'>) {
 }
 type FulfillmentView = ReturnType<typeof fulfillmentView>;
 
+export interface FulfillableLine {
+  id: string;
+  offer_id: string;
+  product_id: string;
+  name: string;
+  quantity: number;
+  fulfillment_type: string;
+}
+
 export class FulfillmentsService {
   constructor(private readonly store: Store) {}
+
+  /** At completion: one pending fulfillment holding the order's physical lines (none for digital-only orders). */
+  async createForOrder(trx: Tx, teamId: string, orderId: string, lines: FulfillableLine[]): Promise<Row<'fulfillments'> | null> {
+    const physical = lines.filter((l) => l.fulfillment_type === 'physical');
+    if (physical.length === 0) return null;
+    const row = await repo.insertFulfillmentOnce(trx, {
+      id: newId('fulfillment'),
+      team_id: teamId,
+      order_id: orderId,
+      status: 'pending',
+      lines: JSON.stringify(physical.map((l) => ({ line_id: l.id, offer_id: l.offer_id, product_id: l.product_id, name: l.name, quantity: l.quantity }))),
+    });
+    return row ?? null;
+  }
 
   async get(teamId: string, id: string): Promise<FulfillmentView> {
     const f = await this.store.run((db) => repo.findFulfillment(db, teamId, id));

@@ -71,15 +71,19 @@ export class IdempotencyService {
       }
       if (existing.fingerprint !== fingerprint) throw new ApiError('idempotency_key_reused');
       if (existing.state === 'in_flight') throw new ApiError('idempotency_in_flight');
-      return { kind: 'replay', status: existing.response_status ?? 200, body: existing.response_body ?? '' };
+      return { kind: 'replay', status: existing.response_status ?? 200, body: existing.response_body ? this.secrets.decrypt(existing.response_body) : '' };
     }
     throw new ApiError('idempotency_in_flight');
   }
 
-  /** Stores the response to replay. 5xx responses release the key instead, so the client may retry. */
+  /**
+   * Stores the response to replay, sealed with the service key: some responses carry a secret
+   * shown once (a webhook signing secret), and none may sit in the database in clear.
+   * 5xx responses release the key instead, so the client may retry.
+   */
   async finish(teamId: string, key: string, status: number, body: string): Promise<void> {
     if (status >= 500) await this.store.run((db) => repo.releaseKey(db, teamId, key));
-    else await this.store.run((db) => repo.completeKey(db, teamId, key, status, body));
+    else await this.store.run((db) => repo.completeKey(db, teamId, key, status, this.secrets.encrypt(body)));
   }
 
   async purgeExpired(): Promise<number> {

@@ -77,6 +77,25 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   );
 
   app.post(
+    '/checkout/orders/complete',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'Complete Order',
+        description:
+          'Completes a paid order once: creates its fulfillment (physical lines) and subscriptions (recurring and trial lines), ' +
+          'records the coupon use, and queues the order.completed webhooks and the purchase e-mail at once. A second call changes ' +
+          'nothing and answers the same. 409 `order_not_completable` for an unpaid order or a payment still `pending_redirect`.',
+        body: OrderParams,
+      },
+    },
+    async (req) => {
+      const r = await orders.completeOrder(teamOf(req), req.body.order_number);
+      return envelope(true, 'Order completed.', r.order);
+    },
+  );
+
+  app.post(
     '/checkout/orders/reprocess',
     {
       schema: {

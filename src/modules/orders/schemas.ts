@@ -103,6 +103,7 @@ export const CreateLeadBody = z
     shipping_address: Address.optional(),
     products: Products.optional(),
     is_throttle: z.boolean().optional(),
+    coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -124,6 +125,7 @@ export const CreateOrderBody = z
     phone: Phone.optional(),
     ...Routing,
     is_throttle: z.boolean().optional(),
+    coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
     payment: PaymentInput,
   })
   .strict()
@@ -143,6 +145,7 @@ export const ProcessPaymentBody = z
     phone: Phone.optional(),
     ...Routing,
     is_throttle: z.boolean().optional(),
+    coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
     payment: PaymentInput,
   })
   .strict()

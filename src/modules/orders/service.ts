@@ -5,6 +5,9 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Address, NewRow, Row } from '../../db/schema.ts';
 import type { CatalogService } from '../catalog/service.ts';
+import type { EventsService } from '../events/service.ts';
+import type { FulfillmentsService } from '../fulfillments/service.ts';
+import { type SubscriptionsService, subscriptionView } from '../subscriptions/service.ts';
 import { customerView, type CustomersService, normalizeEmail } from '../customers/service.ts';
 import type { ChargeOutcome } from '../payments/outcomes.ts';
 import { cardOf, type ChargeResult, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
@@ -56,6 +59,8 @@ export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: R
     discount_total: o.discount_total,
     total: o.total,
     refunded_total: o.refunded_total,
+    coupon_id: o.coupon_id,
+    completed_at: iso(o.completed_at),
     is_test: o.is_test,
     is_throttled: o.is_throttle,
     created_at: iso(o.created_at),
@@ -86,6 +91,13 @@ export interface ListOrdersQuery {
   is_test?: boolean | undefined;
 }
 
+/** A coupon discounts the products of the first purchase (not shipping, not upsells), never below zero. */
+function discountOf(coupon: Row<'coupons'>, lines: Array<{ line_total: number; upsell_id: string | null }>): number {
+  const base = lines.filter((l) => l.upsell_id === null).reduce((s, l) => s + l.line_total, 0);
+  if (coupon.percent_off) return Math.round((base * coupon.percent_off) / 100);
+  return Math.min(coupon.amount_off ?? 0, base);
+}
+
 function totalsOf(lines: Array<{ line_total: number; shipping: number }>, discount = 0) {
   const subtotal = lines.reduce((s, l) => s + l.line_total, 0);
   const shipping_total = lines.reduce((s, l) => s + l.shipping, 0);
@@ -102,7 +114,28 @@ export class OrdersService {
     private readonly catalog: CatalogService,
     private readonly customers: CustomersService,
     private readonly payments: PaymentsService,
+    private readonly fulfillments: FulfillmentsService,
+    private readonly subscriptions: SubscriptionsService,
+    private readonly events: EventsService,
   ) {}
+
+  /** A coupon a client may apply to this order now; field errors name `coupon_code`. */
+  private async usableCoupon(db: Executor, teamId: string, code: string, order: { campaign_id: string; currency: string }): Promise<Row<'coupons'>> {
+    const c = await this.catalog.findCouponByCode(db, teamId, code);
+    if (!c) throw invalid('coupon_code', 'no such coupon');
+    if (!c.is_active) throw invalid('coupon_code', 'this coupon is not active');
+    if (c.expires_at && c.expires_at <= new Date()) throw invalid('coupon_code', 'this coupon has expired');
+    if (c.campaign_id && c.campaign_id !== order.campaign_id) throw invalid('coupon_code', 'this coupon is not valid for this campaign');
+    if (c.amount_off && c.currency !== order.currency) throw invalid('coupon_code', `this coupon is in ${c.currency}, the order in ${order.currency}`);
+    if (c.max_redemptions !== null && c.times_redeemed >= c.max_redemptions) throw invalid('coupon_code', 'this coupon has been used up');
+    return c;
+  }
+
+  private async retotal(trx: Tx, teamId: string, orderId: string, couponId: string | null) {
+    const all = await repo.linesOf(trx, teamId, [orderId]);
+    const coupon = couponId ? await this.catalog.findCoupon(trx, teamId, couponId) : undefined;
+    return totalsOf(all, coupon ? discountOf(coupon, all) : 0);
+  }
 
   /**
    * Prices the cart from the offers on our side: the client sends offer ids and quantities,
@@ -132,24 +165,23 @@ export class OrdersService {
     });
   }
 
-  private async setLines(trx: Tx, teamId: string, orderId: string, drafts: LineDraft[]) {
+  private async setLines(trx: Tx, teamId: string, orderId: string, drafts: LineDraft[], couponId: string | null) {
     await repo.replaceLines(
       trx,
       teamId,
       orderId,
       drafts.map((d) => ({ ...d, order_id: orderId })),
     );
-    const all = await repo.linesOf(trx, teamId, [orderId]);
-    return totalsOf(all);
+    return this.retotal(trx, teamId, orderId, couponId);
   }
 
-  private events(teamId: string, orderId: string, events: OrderEvent[]): NewRow<'order_events'>[] {
+  private timelineRows(teamId: string, orderId: string, events: OrderEvent[]): NewRow<'order_events'>[] {
     return events.map((e) => ({ id: newId('orderEvent'), team_id: teamId, order_id: orderId, type: e.type, data: JSON.stringify(e.data ?? {}) }));
   }
 
   /** Records timeline rows in the caller's transaction; other modules use it for their order changes. */
   async recordEvents(trx: Tx, teamId: string, orderId: string, events: OrderEvent[]): Promise<void> {
-    await repo.insertEvents(trx, this.events(teamId, orderId, events));
+    await repo.insertEvents(trx, this.timelineRows(teamId, orderId, events));
   }
 
   private async view(db: Executor, teamId: string, order: Row<'orders'>): Promise<OrderView> {
@@ -186,6 +218,7 @@ export class OrdersService {
       billing?: Address | undefined;
       products?: Array<{ offer_id: string; quantity: number }> | undefined;
       is_throttle?: boolean | undefined;
+      coupon_code?: string | undefined;
     },
   ): Promise<{ order: Row<'orders'>; changed: string[] }> {
     const changed: string[] = [];
@@ -215,10 +248,20 @@ export class OrdersService {
       patch.billing_address = JSON.stringify(body.billing);
       changed.push('billing');
     }
+    let couponId = order.coupon_id;
+    if (body.coupon_code !== undefined) {
+      couponId = (await this.usableCoupon(trx, teamId, body.coupon_code, order)).id;
+      if (couponId !== order.coupon_id) {
+        patch.coupon_id = couponId;
+        changed.push('coupon_code');
+      }
+    }
     if (body.products) {
       const drafts = await this.priceLines(trx, teamId, order.campaign_id, body.products);
-      Object.assign(patch, await this.setLines(trx, teamId, order.id, drafts));
+      Object.assign(patch, await this.setLines(trx, teamId, order.id, drafts, couponId));
       changed.push('products');
+    } else if (couponId !== order.coupon_id) {
+      Object.assign(patch, await this.retotal(trx, teamId, order.id, couponId));
     }
     // is_throttle true throttles; false or absent never un-throttles (spec 2.3).
     if (body.is_throttle === true && !order.is_throttle) {
@@ -246,6 +289,7 @@ export class OrdersService {
       const campaign = await this.catalog.findCampaign(trx, teamId, body.campaign_id!);
       if (!campaign) throw notFound('Campaign');
       const drafts = body.products ? await this.priceLines(trx, teamId, campaign.id, body.products) : [];
+      const coupon = body.coupon_code ? await this.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
       const customer = await this.customers.upsertByEmail(trx, teamId, {
         email: body.customer!.email!,
         first_name: body.customer?.first_name,
@@ -263,6 +307,7 @@ export class OrdersService {
         phone: body.phone ?? null,
         shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
         is_throttle: body.is_throttle === true,
+        coupon_id: coupon?.id ?? null,
       });
       if (!inserted) {
         const existing = await repo.findOpenLead(trx, teamId, campaign.id, customer.id);
@@ -270,7 +315,7 @@ export class OrdersService {
         return { created: false, order: await this.updateLead(trx, teamId, existing, body) };
       }
       let order = inserted;
-      if (drafts.length > 0) order = await repo.updateOrder(trx, teamId, orderId, await this.setLines(trx, teamId, orderId, drafts));
+      if (drafts.length > 0) order = await repo.updateOrder(trx, teamId, orderId, await this.setLines(trx, teamId, orderId, drafts, order.coupon_id));
       await this.recordEvents(trx, teamId, orderId, [
         { type: 'lead.created', data: { customer_number: customer.id, campaign_id: campaign.id, is_throttled: order.is_throttle } },
       ]);
@@ -293,6 +338,7 @@ export class OrdersService {
       const drafts = await this.priceLines(trx, teamId, campaign.id, body.products);
       const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign };
       await this.payments.preflight(trx, teamId, body.payment, route);
+      const coupon = body.coupon_code ? await this.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
       const customer = await this.customers.upsertByEmail(trx, teamId, { ...body.customer, phone: body.phone });
       const orderId = newId('order');
       await repo.insertOrder(trx, {
@@ -307,8 +353,9 @@ export class OrdersService {
         billing_address: body.billing ? JSON.stringify(body.billing) : null,
         is_throttle: body.is_throttle === true,
         payment_started_at: new Date(),
+        coupon_id: coupon?.id ?? null,
       });
-      const order = await repo.updateOrder(trx, teamId, orderId, await this.setLines(trx, teamId, orderId, drafts));
+      const order = await repo.updateOrder(trx, teamId, orderId, await this.setLines(trx, teamId, orderId, drafts, coupon?.id ?? null));
       await this.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
       return { order, customer, route };
     });
@@ -370,7 +417,7 @@ export class OrdersService {
       await this.store.run((db) => repo.updateOrder(db, teamId, order.id, { payment_started_at: null }));
       throw err;
     }
-    return this.store.transaction(async (trx) => {
+    const answer = await this.store.transaction(async (trx) => {
       const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
       const next = this.afterOutcome(result.outcome);
       assertOrderMove(current.status, next.status);
@@ -388,8 +435,11 @@ export class OrdersService {
         },
       ]);
       const view = await this.view(trx, teamId, updated);
+      if (result.outcome.kind === 'declined') await this.events.emit(trx, teamId, 'order.declined', { orderId: order.id, object: view });
       return this.paymentResult(result.outcome, view, result.transactions);
     });
+    this.events.nudge();
+    return answer;
   }
 
   /**
@@ -441,19 +491,22 @@ export class OrdersService {
       await this.store.run((db) => repo.deleteOrderUpsell(db, teamId, claimId));
       throw err;
     }
-    return this.store.transaction(async (trx) => {
+    const answered = await this.store.transaction(async (trx) => {
       const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
       const txn = result.transactions[0]!;
       let updated = current;
       if (result.outcome.kind === 'approved') {
         await repo.insertLines(trx, [{ ...line, order_id: order.id }]);
-        const all = await repo.linesOf(trx, teamId, [order.id]);
-        updated = await repo.updateOrder(trx, teamId, order.id, totalsOf(all, current.discount_total));
+        updated = await repo.updateOrder(trx, teamId, order.id, await this.retotal(trx, teamId, order.id, current.coupon_id));
         await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
       } else {
         await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
       }
       const view = await this.view(trx, teamId, updated);
+      await this.events.emit(trx, teamId, result.outcome.kind === 'approved' ? 'order.upsell_added' : 'order.upsell_declined', {
+        orderId: order.id,
+        object: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
+      });
       const approved = result.outcome.kind === 'approved';
       const response = {
         success: approved,
@@ -466,6 +519,8 @@ export class OrdersService {
       await repo.finishOrderUpsell(trx, teamId, claimId, { status: approved ? 'approved' : 'declined', transaction_id: txn.id, response_status: httpStatus, response_body: text });
       return { httpStatus, body: text };
     });
+    this.events.nudge();
+    return answered;
   }
 
   /** Refunds all or part of an approved charge through its gateway; never more than was captured. */
@@ -485,7 +540,7 @@ export class OrdersService {
       return this.payments.beginReversal(trx, teamId, order.id, kind, target);
     });
     const result = await this.payments.sendReversal(teamId, sale, reversal);
-    return this.store.transaction(async (trx) => {
+    const reversed = await this.store.transaction(async (trx) => {
       const order = (await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true }))!;
       const done = await this.payments.finishReversal(trx, teamId, reversal, result);
       const approved = done.status === 'approved';
@@ -500,8 +555,69 @@ export class OrdersService {
       await this.recordEvents(trx, teamId, order.id, [
         { type: approved ? `${kind}.created` : `${kind}.failed`, data: { transaction: done.id, charge: sale.id, amount: done.amount, reason: reason ?? null } },
       ]);
-      return { approved, transaction: transactionView(done), order: await this.view(trx, teamId, updated) };
+      const view = await this.view(trx, teamId, updated);
+      if (approved) {
+        await this.events.emit(trx, teamId, kind === 'refund' ? 'refund.created' : 'charge.voided', {
+          orderId: order.id,
+          object: { ...transactionView(done), reason: reason ?? null, order: view },
+        });
+      }
+      return { approved, transaction: transactionView(done), order: view };
     });
+    this.events.nudge();
+    return reversed;
+  }
+
+  /**
+   * Complete Order: moves a paid order to completed exactly once and, in the same
+   * transaction, creates its fulfillment, subscriptions and coupon redemption and queues the
+   * order.completed event (order webhooks and the purchase e-mail). A second call changes
+   * nothing and answers the same. A payment still pending_redirect completes nothing.
+   */
+  async completeOrder(teamId: string, orderNumber: string): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
+    const done = await this.store.transaction(async (trx) => {
+      const order = await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true });
+      if (!order) throw notFound('Order');
+      return this.finalizeCompletion(trx, teamId, order);
+    });
+    if (!done.alreadyCompleted) this.events.nudge();
+    return done;
+  }
+
+  /** The one completion path, under the order's row lock; later payment confirmations call it too. */
+  async finalizeCompletion(trx: Tx, teamId: string, order: Row<'orders'>): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
+    if (order.status === 'completed') return { order: await this.view(trx, teamId, order), alreadyCompleted: true };
+    if (order.payment_status === 'pending_redirect') {
+      throw new ApiError('order_not_completable', `Order ${order.id} is waiting for the customer's redirect (pending_redirect); capture the payment before completing it.`);
+    }
+    if (order.status !== 'processing') {
+      throw new ApiError('order_not_completable', `Order ${order.id} is ${order.status}; only a paid order can be completed.`);
+    }
+    const now = new Date();
+    const updated = await repo.updateOrder(trx, teamId, order.id, { status: 'completed', completed_at: now });
+    const lines = await repo.linesOf(trx, teamId, [order.id]);
+    const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
+    const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(lines.map((l) => l.offer_id))])).map((o) => [o.id, o]));
+    const subscriptions = await this.subscriptions.createForOrder(
+      trx,
+      teamId,
+      order,
+      lines.map((l) => ({ offer: offers.get(l.offer_id)!, quantity: l.quantity })),
+      now,
+    );
+    if (order.coupon_id) await this.catalog.redeemCoupon(trx, teamId, order.coupon_id, order.id, order.discount_total);
+    await this.recordEvents(trx, teamId, order.id, [
+      {
+        type: 'order.completed',
+        data: { fulfillment_id: fulfillment?.id ?? null, subscriptions: subscriptions.map((x) => x.id), coupon_id: order.coupon_id },
+      },
+    ]);
+    const view = await this.view(trx, teamId, updated);
+    await this.events.emit(trx, teamId, 'order.completed', { orderId: order.id, object: view });
+    for (const sub of subscriptions) {
+      await this.events.emit(trx, teamId, 'subscription.created', { orderId: order.id, object: subscriptionView(sub) });
+    }
+    return { order: view, alreadyCompleted: false };
   }
 
   private afterOutcome(outcome: ChargeOutcome): { status: OrderStatus; payment_status: string } {

@@ -354,6 +354,12 @@ export class PaymentsService {
       const t = await this.record(req, { ...base, id, status: 'approved', gatewayId: m.gateway_id, providerRef: `test_${id}`, code: 'test_card', text: 'Approved: test card (no gateway was called)', isTest: true });
       return { outcome: { kind: 'approved', providerRef: t.provider_ref!, gatewayId: m.gateway_id ?? '' }, transactions: [t], paymentMethod: m, isTest: true };
     }
+    if (req.amount === 0) {
+      // A free upsell (a $0 trial) adds its line; a gateway refuses a zero sale, so none is sent.
+      const id = newId('transaction');
+      const t = await this.record(req, { ...base, id, status: 'approved', gatewayId: m.gateway_id, code: 'no_charge', text: 'Nothing to charge (amount 0)', isTest: m.is_test });
+      return { outcome: { kind: 'approved', providerRef: `none_${id}`, gatewayId: m.gateway_id ?? '' }, transactions: [t], paymentMethod: m, isTest: m.is_test };
+    }
     const gateway = m.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, req.teamId, m.gateway_id!)) : undefined;
     if (!gateway || !gateway.is_active || !m.vault_ref) {
       const why = 'The gateway that saved this card is not available.';

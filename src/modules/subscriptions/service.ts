@@ -1,6 +1,7 @@
 import { invalid, notFound } from '../../app/errors.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
-import type { Store } from '../../db/database.ts';
+import { newId } from '../../app/ids.ts';
+import type { Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
@@ -26,8 +27,51 @@ export function subscriptionView(s: Row<'subscriptions'>) {
 }
 type SubscriptionView = ReturnType<typeof subscriptionView>;
 
+export function addInterval(from: Date, unit: string, count: number): Date {
+  const d = new Date(from);
+  if (unit === 'day') d.setUTCDate(d.getUTCDate() + count);
+  else if (unit === 'week') d.setUTCDate(d.getUTCDate() + 7 * count);
+  else if (unit === 'month') d.setUTCMonth(d.getUTCMonth() + count);
+  else d.setUTCFullYear(d.getUTCFullYear() + count);
+  return d;
+}
+
+export interface RecurringLine {
+  offer: Row<'offers'>;
+  quantity: number;
+}
+
 export class SubscriptionsService {
   constructor(private readonly store: Store) {}
+
+  /**
+   * At completion: one subscription per recurring or trial line, billed by us (not externally
+   * managed). A trial's first renewal is after its trial days; a recurring line's after one interval.
+   */
+  async createForOrder(trx: Tx, teamId: string, order: { id: string; customer_id: string; currency: string }, lines: RecurringLine[], now = new Date()) {
+    const created: Row<'subscriptions'>[] = [];
+    for (const { offer, quantity } of lines) {
+      if (offer.billing_type === 'one_time' || !offer.interval_unit || !offer.interval_count) continue;
+      const trial = offer.billing_type === 'trial' && offer.trial_days;
+      const next = trial ? addInterval(now, 'day', offer.trial_days!) : addInterval(now, offer.interval_unit, offer.interval_count);
+      created.push(
+        await repo.insertSubscription(trx, {
+          id: newId('subscription'),
+          team_id: teamId,
+          order_id: order.id,
+          customer_id: order.customer_id,
+          offer_id: offer.id,
+          status: trial ? 'trialing' : 'active',
+          interval_unit: offer.interval_unit,
+          interval_count: offer.interval_count,
+          recurring_price: (offer.recurring_price ?? 0) * quantity + (offer.recurring_shipping ?? 0),
+          currency: order.currency,
+          next_billing_at: next,
+        }),
+      );
+    }
+    return created;
+  }
 
   async get(teamId: string, id: string): Promise<SubscriptionView> {
     const s = await this.store.run((db) => repo.findSubscription(db, teamId, id));

@@ -1,0 +1,500 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { Webhook } from 'standardwebhooks';
+import type { Config } from '../../app/config.ts';
+import { ApiError, invalid, notFound } from '../../app/errors.ts';
+import { newId } from '../../app/ids.ts';
+import { iso, type ListQuery } from '../../app/schemas.ts';
+import type { Secrets } from '../../app/secrets.ts';
+import type { Executor, Store, Tx } from '../../db/database.ts';
+import { cursorSeq, type ListableTable, type Page, toPage } from '../../db/pagination.ts';
+import type { Row, RowPatch } from '../../db/schema.ts';
+import type { Drainer } from '../../worker/worker.ts';
+import { type EventSink, type EventsService, eventView } from '../events/service.ts';
+import * as repo from './repo.ts';
+import { retryAfterMs, retryDelayMs } from './schedule.ts';
+import type {
+  Attempt,
+  CreateEndpoint,
+  DeliveriesQuery,
+  Delivery,
+  DeliveryWithAttempts,
+  Endpoint,
+  EndpointWithSecret,
+  UpdateEndpoint,
+} from './schemas.ts';
+import { postWebhook, type SendResult } from './sender.ts';
+import { resolveAll, type ResolveAll, targetRefusal } from './targets.ts';
+
+export const USER_AGENT = 'Checkstand-Webhooks/1';
+export const GONE_REASON = 'endpoint answered 410 Gone';
+const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
+
+export interface WebhooksOptions {
+  /** Let endpoints target loopback, private and other non-public addresses (development and tests only). */
+  allowPrivateTargets: boolean;
+  timeoutMs: number;
+  /** Delay before each retry; a delivery is attempted `retryScheduleMs.length + 1` times. */
+  retryScheduleMs: readonly number[];
+  /** Consecutive failed deliveries after which the endpoint is disabled. */
+  disableAfterFailures: number;
+  /** An endpoint whose deliveries have failed continuously for longer than this is disabled. Default 5 days. */
+  disableAfterMs?: number;
+  /** A worker's hold on the deliveries it claimed; must outlast one attempt. Default max(60 s, 2 × timeout + 10 s). */
+  leaseMs?: number;
+  /** Deliveries claimed (and sent concurrently) per drain. Default 10. */
+  batchSize?: number;
+  resolve?: ResolveAll;
+  random?: () => number;
+}
+
+export function webhookOptionsFrom(config: Config): WebhooksOptions {
+  return {
+    allowPrivateTargets: config.webhookAllowPrivateTargets,
+    timeoutMs: config.webhookTimeoutMs,
+    retryScheduleMs: config.webhookRetryScheduleMs,
+    disableAfterFailures: config.webhookDisableAfterFailures,
+  };
+}
+
+/** A delivery a worker holds: its lease (`locked_until`) is its claim ticket when it records the outcome. */
+export type ClaimedDelivery = Row<'webhook_deliveries'>;
+
+function newSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+function presentFields<T extends object>(patch: T): Partial<T> | null {
+  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+  return entries.length === 0 ? null : (Object.fromEntries(entries) as Partial<T>);
+}
+
+// ---- the one place rows become what the API shows (never team_id, seq or a secret)
+
+export function deliveryView(d: repo.DeliveryWithType): Delivery {
+  return {
+    object: 'webhook_delivery',
+    id: d.id,
+    endpoint_id: d.endpoint_id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    status: d.status,
+    attempt_count: d.attempt_count,
+    next_attempt_at: iso(d.next_attempt_at),
+    last_status_code: d.last_status_code,
+    last_error: d.last_error,
+    created_at: d.created_at.toISOString(),
+    updated_at: d.updated_at.toISOString(),
+  };
+}
+
+export function attemptView(a: Row<'webhook_attempts'>): Attempt {
+  return {
+    object: 'webhook_attempt',
+    id: a.id,
+    attempt: a.attempt,
+    status_code: a.status_code,
+    duration_ms: a.duration_ms,
+    response_body: a.response_body,
+    error: a.error,
+    created_at: a.created_at.toISOString(),
+  };
+}
+
+/** What an attempt came to, decided from the HTTP answer alone. */
+type Verdict = 'succeeded' | 'gone' | 'retry' | 'refused';
+
+function verdictOf(r: SendResult): Verdict {
+  if (r.kind === 'failed') return r.refused ? 'refused' : 'retry';
+  if (r.statusCode >= 200 && r.statusCode < 300) return 'succeeded';
+  if (r.statusCode === 410) return 'gone';
+  return 'retry';
+}
+
+function attemptError(r: SendResult): string | null {
+  if (r.kind === 'failed') return r.error;
+  if (r.statusCode >= 300 && r.statusCode < 400) return `redirect not followed (${r.statusCode}${r.location ? ` to ${r.location.slice(0, 300)}` : ''})`;
+  if (r.statusCode >= 200 && r.statusCode < 300) return null;
+  return `HTTP ${r.statusCode}`;
+}
+
+/**
+ * Merchant webhook endpoints and the delivery of events to them, the Standard Webhooks way.
+ * As an EventSink it writes one delivery per subscribed endpoint in the transaction that emits
+ * the event (the transactional outbox); its drainer claims due deliveries under a lease, sends
+ * them outside any transaction, and records each attempt with the delivery's next state.
+ */
+export class WebhooksService implements EventSink {
+  readonly drainer: Drainer;
+  private readonly disableAfterMs: number;
+  private readonly leaseMs: number;
+  private readonly batchSize: number;
+  private readonly resolve: ResolveAll;
+  private readonly random: () => number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly secrets: Secrets,
+    private readonly events: EventsService,
+    private readonly opts: WebhooksOptions,
+  ) {
+    this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
+    this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * opts.timeoutMs + 10_000);
+    this.batchSize = opts.batchSize ?? 10;
+    this.resolve = opts.resolve ?? resolveAll;
+    this.random = opts.random ?? Math.random;
+    this.drainer = { name: 'webhook-deliveries', drain: (_ctx, log) => this.deliverDue(log) };
+  }
+
+  get maxAttempts(): number {
+    return this.opts.retryScheduleMs.length + 1;
+  }
+
+  // ---- the outbox side: in the emitter's transaction
+
+  async onEvent(trx: Tx, event: Row<'events'>): Promise<void> {
+    const endpoints = await repo.subscribedEndpoints(trx, event.team_id, event.type);
+    await repo.insertDeliveries(
+      trx,
+      endpoints.map((e) => ({
+        id: newId('webhookDelivery'),
+        team_id: event.team_id,
+        endpoint_id: e.id,
+        event_id: event.id,
+        status: 'pending' as const,
+        next_attempt_at: repo.dueIn(0),
+      })),
+    );
+  }
+
+  // ---- endpoints
+
+  async createEndpoint(teamId: string, input: CreateEndpoint): Promise<EndpointWithSecret> {
+    await this.requireAllowedTarget(input.url);
+    const secret = newSecret();
+    const row = await this.store.run((db) =>
+      repo.insertEndpoint(db, {
+        id: newId('webhookEndpoint'),
+        team_id: teamId,
+        url: input.url,
+        description: input.description ?? null,
+        event_types: JSON.stringify(input.event_types),
+        secret: this.secrets.encrypt(secret),
+        previous_secret: null,
+        previous_secret_expires_at: null,
+        disabled_at: null,
+        disabled_reason: null,
+      }),
+    );
+    return { ...this.endpointView(row), secret };
+  }
+
+  async getEndpoint(teamId: string, id: string): Promise<Endpoint> {
+    const row = await this.store.run((db) => repo.findEndpoint(db, teamId, id));
+    if (!row) throw notFound('Webhook endpoint');
+    return this.endpointView(row);
+  }
+
+  async listEndpoints(teamId: string, query: ListQuery): Promise<Page<Endpoint>> {
+    return this.store.run(async (db) => {
+      const w = await this.windowOf(db, 'webhook_endpoints', teamId, query);
+      const page = toPage(await repo.listEndpoints(db, teamId, w), query.limit);
+      return { items: page.items.map((r) => this.endpointView(r)), has_more: page.has_more };
+    });
+  }
+
+  async updateEndpoint(teamId: string, id: string, patch: UpdateEndpoint): Promise<Endpoint> {
+    const fields = presentFields(patch);
+    if (!fields) return this.getEndpoint(teamId, id);
+    const { is_active, event_types, ...rest } = fields;
+    // Check ownership before resolving the URL: another team's id is a 404, not a DNS lookup.
+    if (rest.url !== undefined) {
+      await this.getEndpoint(teamId, id);
+      await this.requireAllowedTarget(rest.url);
+    }
+    const row = await this.store.transaction(async (trx) => {
+      const current = await repo.findEndpoint(trx, teamId, id, { forUpdate: true });
+      if (!current) throw notFound('Webhook endpoint');
+      let state: RowPatch<'webhook_endpoints'> = {};
+      if (is_active === true && !current.is_active) state = { is_active: true, disabled_at: null, disabled_reason: null, consecutive_failures: 0 };
+      if (is_active === false && current.is_active) {
+        await repo.cancelPendingDeliveries(trx, teamId, id, 'endpoint disabled by the merchant');
+        state = { is_active: false, disabled_at: new Date(), disabled_reason: 'disabled by the merchant' };
+      }
+      return repo.updateEndpoint(trx, teamId, id, {
+        ...rest,
+        ...(event_types ? { event_types: JSON.stringify(event_types) } : {}),
+        ...state,
+      });
+    });
+    if (!row) throw notFound('Webhook endpoint');
+    return this.endpointView(row);
+  }
+
+  /**
+   * Soft delete: the endpoint stops receiving events, its pending deliveries are cancelled, and
+   * it stays (with its delivery log) as an inactive endpoint that PATCH `is_active: true` revives.
+   */
+  async deleteEndpoint(teamId: string, id: string): Promise<Endpoint> {
+    const row = await this.store.transaction(async (trx) => {
+      const current = await repo.findEndpoint(trx, teamId, id, { forUpdate: true });
+      if (!current) throw notFound('Webhook endpoint');
+      await repo.cancelPendingDeliveries(trx, teamId, id, 'endpoint deleted by the merchant');
+      return repo.updateEndpoint(trx, teamId, id, { is_active: false, disabled_at: current.disabled_at ?? new Date(), disabled_reason: 'deleted by the merchant' });
+    });
+    if (!row) throw notFound('Webhook endpoint');
+    return this.endpointView(row);
+  }
+
+  /**
+   * A new secret, shown once. The current one becomes the previous secret and keeps signing
+   * beside it for `graceSeconds` (0: dropped at once); a secret older than that is dropped.
+   */
+  async rotateSecret(teamId: string, id: string, graceSeconds: number): Promise<EndpointWithSecret> {
+    const secret = newSecret();
+    const row = await this.store.transaction(async (trx) => {
+      const current = await repo.findEndpoint(trx, teamId, id, { forUpdate: true });
+      if (!current) throw notFound('Webhook endpoint');
+      return repo.updateEndpoint(trx, teamId, id, {
+        secret: this.secrets.encrypt(secret),
+        previous_secret: graceSeconds > 0 ? current.secret : null,
+        previous_secret_expires_at: graceSeconds > 0 ? new Date(Date.now() + graceSeconds * 1000) : null,
+      });
+    });
+    if (!row) throw notFound('Webhook endpoint');
+    return { ...this.endpointView(row), secret };
+  }
+
+  // ---- deliveries
+
+  async listDeliveries(teamId: string, endpointId: string, query: DeliveriesQuery): Promise<Page<Delivery>> {
+    return this.store.run(async (db) => {
+      if (!(await repo.findEndpoint(db, teamId, endpointId))) throw notFound('Webhook endpoint');
+      const w = await this.windowOf(db, 'webhook_deliveries', teamId, query);
+      const page = toPage(await repo.listDeliveries(db, teamId, endpointId, { ...w, status: query.status }), query.limit);
+      return { items: page.items.map(deliveryView), has_more: page.has_more };
+    });
+  }
+
+  async getDelivery(teamId: string, id: string): Promise<DeliveryWithAttempts> {
+    const found = await this.store.run(async (db) => {
+      const d = await repo.findDelivery(db, teamId, id);
+      return d ? { d, attempts: await repo.listAttempts(db, teamId, id) } : undefined;
+    });
+    if (!found) throw notFound('Webhook delivery');
+    return { ...deliveryView(found.d), attempts: found.attempts.map(attemptView) };
+  }
+
+  /**
+   * Makes the delivery due now; the worker re-sends it with the same `webhook-id` (the event id).
+   * If that attempt fails, retries follow the schedule from the delivery's attempt count, so a
+   * delivery that had used up its schedule gets this one attempt (replay again to retry more).
+   */
+  async replayDelivery(teamId: string, id: string): Promise<Delivery> {
+    await this.store.transaction(async (trx) => {
+      const d = await repo.lockDelivery(trx, teamId, id);
+      if (!d) throw notFound('Webhook delivery');
+      const endpoint = await repo.findEndpoint(trx, teamId, d.endpoint_id);
+      if (!endpoint?.is_active) {
+        throw new ApiError('conflict', 'The endpoint of this delivery is disabled: re-enable it (PATCH is_active: true) before replaying.');
+      }
+      if (d.in_flight) throw new ApiError('conflict', 'This delivery is being sent right now; replay it once the attempt is recorded.');
+      await repo.updateDelivery(trx, teamId, id, { status: 'pending', next_attempt_at: repo.dueIn(0), locked_until: null });
+    });
+    this.events.nudge();
+    const d = await this.store.run((db) => repo.findDelivery(db, teamId, id));
+    if (!d) throw notFound('Webhook delivery');
+    return deliveryView(d);
+  }
+
+  // ---- the worker side
+
+  /** Claims up to a batch of due deliveries under a lease (exposed so tests can play a worker that dies). */
+  claimDue(limit: number = this.batchSize): Promise<ClaimedDelivery[]> {
+    return this.store.transaction((trx) => repo.claimDueDeliveries(trx, limit, this.leaseMs));
+  }
+
+  /** One drain: claim a batch, send it concurrently outside any transaction, record each outcome. */
+  async deliverDue(log: Logger): Promise<number> {
+    const claimed = await this.claimDue();
+    if (claimed.length === 0) return 0;
+    const jobs = await this.store.run((db) => repo.loadDeliveryJobs(db, claimed.map((c) => c.id)));
+    await Promise.all(
+      claimed.map((c) =>
+        this.deliver(c, jobs.get(c.id), log).catch((err: unknown) =>
+          // The lease runs out and another drain takes the delivery again: nothing is lost.
+          log.error({ err, delivery_id: c.id }, 'webhook delivery could not be recorded'),
+        ),
+      ),
+    );
+    return claimed.length;
+  }
+
+  /** The exact bytes POSTed for an event: the event as GET /v1/events/{id} shows it, identical on every attempt. */
+  payloadOf(event: Row<'events'>): string {
+    return JSON.stringify(eventView(event));
+  }
+
+  /** `v1,<sig>` with the current secret, then one with the previous secret while its grace period runs. */
+  signatureHeader(job: Pick<repo.DeliveryJob, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, msgId: string, at: Date, body: string): string {
+    const secrets = [job.secret];
+    if (job.previous_secret && job.previous_secret_expires_at && job.previous_secret_expires_at.getTime() > at.getTime()) secrets.push(job.previous_secret);
+    return secrets.map((sealed) => new Webhook(this.secrets.decrypt(sealed)).sign(msgId, at, body)).join(' ');
+  }
+
+  private async deliver(claimed: ClaimedDelivery, job: repo.DeliveryJob | undefined, log: Logger): Promise<void> {
+    if (!job) return;
+    if (!job.is_active) {
+      // Disabled after this delivery was claimed: it is cancelled without an attempt.
+      await this.store.transaction(async (trx) => {
+        const d = await repo.lockDelivery(trx, claimed.team_id, claimed.id);
+        if (!d || !this.sameLease(d, claimed) || d.status !== 'pending') return;
+        await repo.updateDelivery(trx, claimed.team_id, claimed.id, { status: 'cancelled', next_attempt_at: null, locked_until: null, last_error: 'endpoint disabled' });
+      });
+      return;
+    }
+    const msgId = job.event.id;
+    const body = this.payloadOf(job.event);
+    const now = new Date();
+    let result: SendResult;
+    try {
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        'webhook-id': msgId,
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': this.signatureHeader(job, msgId, now, body),
+      };
+      result = await postWebhook(job.url, body, headers, { timeoutMs: this.opts.timeoutMs, guard: !this.opts.allowPrivateTargets });
+    } catch (err) {
+      // An unreadable secret (sealed under another service key) or an unusable URL: a failed attempt, retried.
+      result = { kind: 'failed', error: `could not send: ${(err as Error).message}`.slice(0, 500), refused: false, durationMs: 0 };
+    }
+    await this.record(claimed, job, result, log);
+  }
+
+  private sameLease(current: Row<'webhook_deliveries'>, claimed: ClaimedDelivery): boolean {
+    return current.locked_until?.getTime() === claimed.locked_until?.getTime();
+  }
+
+  /** The attempt row and the delivery's next state, in one transaction. */
+  private async record(claimed: ClaimedDelivery, job: repo.DeliveryJob, result: SendResult, log: Logger): Promise<void> {
+    const teamId = claimed.team_id;
+    const attempt = claimed.attempt_count + 1;
+    const verdict = verdictOf(result);
+    const statusCode = result.kind === 'answered' ? result.statusCode : null;
+    const error = attemptError(result);
+    await this.store.transaction(async (trx) => {
+      const current = await repo.lockDelivery(trx, teamId, claimed.id);
+      if (!current) return;
+      await repo.insertAttempt(trx, {
+        id: newId('webhookAttempt'),
+        team_id: teamId,
+        delivery_id: claimed.id,
+        attempt,
+        status_code: statusCode,
+        duration_ms: result.durationMs,
+        response_body: result.kind === 'answered' ? result.body : null,
+        error,
+      });
+      if (!this.sameLease(current, claimed)) {
+        // Our lease ran out and another worker holds the delivery now: it owns the state.
+        log.warn({ delivery_id: claimed.id }, 'webhook attempt finished after its lease expired');
+        return;
+      }
+      const done = { attempt_count: attempt, last_status_code: statusCode, last_error: error, locked_until: null };
+      if (verdict === 'succeeded') {
+        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'succeeded', next_attempt_at: null });
+        await repo.clearEndpointFailures(trx, teamId, job.endpoint_id);
+        return;
+      }
+      if (current.status !== 'pending') {
+        // Cancelled while in flight (the endpoint was disabled): it stays cancelled.
+        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, next_attempt_at: null });
+        return;
+      }
+      if (verdict === 'gone') {
+        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
+        await this.disableEndpoint(trx, teamId, job.endpoint_id, GONE_REASON);
+        log.warn({ endpoint_id: job.endpoint_id }, 'webhook endpoint disabled: 410 Gone');
+        return;
+      }
+      const delay = verdict === 'retry' ? this.nextDelay(attempt, result) : null;
+      if (delay !== null) {
+        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'pending', next_attempt_at: repo.dueIn(delay) });
+        return;
+      }
+      await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
+      await this.countFailedDelivery(trx, teamId, job.endpoint_id, error, log);
+    });
+  }
+
+  /** Retry-After (seconds or an HTTP-date, at most 24 h) wins over the schedule; null when no attempt is left. */
+  private nextDelay(attemptsMade: number, result: SendResult): number | null {
+    if (attemptsMade >= this.maxAttempts) return null;
+    const asked = result.kind === 'answered' ? retryAfterMs(result.retryAfter) : null;
+    return asked ?? retryDelayMs(this.opts.retryScheduleMs, attemptsMade, this.random);
+  }
+
+  private async countFailedDelivery(trx: Tx, teamId: string, endpointId: string, lastError: string | null, log: Logger): Promise<void> {
+    const failures = await repo.addEndpointFailure(trx, teamId, endpointId);
+    const last = lastError ? ` (last: ${lastError.slice(0, 200)})` : '';
+    let reason: string | null = null;
+    if (failures >= this.opts.disableAfterFailures) {
+      reason = `disabled after ${failures} consecutive failed deliveries${last}`;
+    } else {
+      const since = await repo.failingSince(trx, teamId, endpointId, failures);
+      if (since && Date.now() - since.getTime() > this.disableAfterMs) {
+        const days = Math.round(this.disableAfterMs / 86_400_000);
+        reason = `disabled after failing continuously since ${since.toISOString()} (more than ${days} days)${last}`;
+      }
+    }
+    if (reason) {
+      await this.disableEndpoint(trx, teamId, endpointId, reason);
+      log.warn({ endpoint_id: endpointId, reason }, 'webhook endpoint disabled');
+    }
+  }
+
+  private async disableEndpoint(trx: Tx, teamId: string, endpointId: string, reason: string): Promise<void> {
+    await repo.updateEndpoint(trx, teamId, endpointId, { is_active: false, disabled_at: new Date(), disabled_reason: reason });
+    await repo.cancelPendingDeliveries(trx, teamId, endpointId, `endpoint disabled: ${reason}`);
+  }
+
+  // ---- shared
+
+  private async requireAllowedTarget(url: string): Promise<void> {
+    if (this.opts.allowPrivateTargets) return;
+    const why = await targetRefusal(new URL(url), this.resolve);
+    if (why) throw invalid('url', `target address not allowed: ${why}. Webhook URLs must reach a public address.`);
+  }
+
+  private async windowOf(db: Executor, table: ListableTable, teamId: string, query: ListQuery): Promise<repo.ListWindow> {
+    const afterSeq = await cursorSeq(db, table, teamId, query.starting_after);
+    if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
+    return { afterSeq, limit: query.limit, createdGte: query.created_gte, createdLte: query.created_lte };
+  }
+
+  private endpointView(r: Row<'webhook_endpoints'>): Endpoint {
+    let hint = 'whsec_…';
+    try {
+      hint = `whsec_…${this.secrets.decrypt(r.secret).slice(-4)}`;
+    } catch {
+      // Sealed under another service key: the listing stays readable; deliveries fail loudly.
+    }
+    return {
+      object: 'webhook_endpoint',
+      id: r.id,
+      url: r.url,
+      description: r.description,
+      event_types: r.event_types,
+      is_active: r.is_active,
+      disabled_at: iso(r.disabled_at),
+      disabled_reason: r.disabled_reason,
+      consecutive_failures: r.consecutive_failures,
+      secret_hint: hint,
+      previous_secret_expires_at: r.previous_secret && r.previous_secret_expires_at && r.previous_secret_expires_at > new Date() ? r.previous_secret_expires_at.toISOString() : null,
+      created_at: r.created_at.toISOString(),
+      updated_at: r.updated_at.toISOString(),
+    };
+  }
+}
