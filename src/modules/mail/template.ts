@@ -70,9 +70,17 @@ export type TemplateVariable = keyof typeof TEMPLATE_VARIABLES;
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.]*)\s*\}\}/g;
 
+// Building an Intl formatter costs far more than using one: keep one per currency.
+const moneyFormats = new Map<string, Intl.NumberFormat>();
+const dateFormat = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' });
+
 /** Minor units to a display amount in the currency's own number of decimals ($43.95, ¥500). */
 export function formatMoney(minor: number, currency: string): string {
-  const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+  let format = moneyFormats.get(currency);
+  if (!format) {
+    format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+    moneyFormats.set(currency, format);
+  }
   const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
   return format.format(minor / 10 ** digits);
 }
@@ -81,7 +89,7 @@ function formatDate(isoTime: string | null): string {
   if (!isoTime) return '';
   const d = new Date(isoTime);
   if (Number.isNaN(d.getTime())) return '';
-  return new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(d);
+  return dateFormat.format(d);
 }
 
 export function escapeHtml(s: string): string {

@@ -49,8 +49,9 @@ export async function replaceLines(db: Executor, teamId: string, orderId: string
   return db.insertInto('order_lines').values(lines).returningAll().execute();
 }
 
-export async function insertLines(db: Executor, lines: NewRow<'order_lines'>[]): Promise<void> {
-  if (lines.length > 0) await db.insertInto('order_lines').values(lines).execute();
+export async function insertLines(db: Executor, lines: NewRow<'order_lines'>[]): Promise<Row<'order_lines'>[]> {
+  if (lines.length === 0) return [];
+  return db.insertInto('order_lines').values(lines).returningAll().execute();
 }
 
 export async function linesOf(db: Executor, teamId: string, orderIds: readonly string[]): Promise<Row<'order_lines'>[]> {

@@ -92,8 +92,8 @@ export interface ListOrdersQuery {
 }
 
 /** A coupon discounts the products of the first purchase (not shipping, not upsells), never below zero. */
-function discountOf(coupon: Row<'coupons'>, lines: Array<{ line_total: number; upsell_id: string | null }>): number {
-  const base = lines.filter((l) => l.upsell_id === null).reduce((s, l) => s + l.line_total, 0);
+function discountOf(coupon: Row<'coupons'>, lines: Array<{ line_total: number; upsell_id?: string | null | undefined }>): number {
+  const base = lines.filter((l) => !l.upsell_id).reduce((s, l) => s + l.line_total, 0);
   if (coupon.percent_off) return Math.round((base * coupon.percent_off) / 100);
   return Math.min(coupon.amount_off ?? 0, base);
 }
@@ -220,9 +220,10 @@ export class OrdersService {
       is_throttle?: boolean | undefined;
       coupon_code?: string | undefined;
     },
+    also: Parameters<typeof repo.updateOrder>[3] = {},
   ): Promise<{ order: Row<'orders'>; changed: string[] }> {
     const changed: string[] = [];
-    const patch: Parameters<typeof repo.updateOrder>[3] = {};
+    const patch: Parameters<typeof repo.updateOrder>[3] = { ...also };
     if (body.customer) {
       const [current] = await this.customers.findMany(trx, teamId, [order.customer_id]);
       if (body.customer.email && normalizeEmail(body.customer.email) !== current!.email) {
@@ -297,7 +298,8 @@ export class OrdersService {
         phone: body.phone,
       });
       const orderId = newId('order');
-      const inserted = await repo.insertLeadIfAbsent(trx, {
+      // A new order's totals and view come from the rows in hand: no re-reads on the hot path.
+      const order = await repo.insertLeadIfAbsent(trx, {
         id: orderId,
         team_id: teamId,
         campaign_id: campaign.id,
@@ -308,18 +310,21 @@ export class OrdersService {
         shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
         is_throttle: body.is_throttle === true,
         coupon_id: coupon?.id ?? null,
+        ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
       });
-      if (!inserted) {
+      if (!order) {
         const existing = await repo.findOpenLead(trx, teamId, campaign.id, customer.id);
         if (!existing) throw new ApiError('conflict', 'The lead changed while it was being updated; retry.');
         return { created: false, order: await this.updateLead(trx, teamId, existing, body) };
       }
-      let order = inserted;
-      if (drafts.length > 0) order = await repo.updateOrder(trx, teamId, orderId, await this.setLines(trx, teamId, orderId, drafts, order.coupon_id));
+      const lines = await repo.insertLines(
+        trx,
+        drafts.map((d) => ({ ...d, order_id: orderId })),
+      );
       await this.recordEvents(trx, teamId, orderId, [
         { type: 'lead.created', data: { customer_number: customer.id, campaign_id: campaign.id, is_throttled: order.is_throttle } },
       ]);
-      return { created: true, order: await this.view(trx, teamId, order) };
+      return { created: true, order: orderView(order, customer, lines) };
     });
   }
 
@@ -341,7 +346,7 @@ export class OrdersService {
       const coupon = body.coupon_code ? await this.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
       const customer = await this.customers.upsertByEmail(trx, teamId, { ...body.customer, phone: body.phone });
       const orderId = newId('order');
-      await repo.insertOrder(trx, {
+      const order = await repo.insertOrder(trx, {
         id: orderId,
         team_id: teamId,
         campaign_id: campaign.id,
@@ -354,12 +359,16 @@ export class OrdersService {
         is_throttle: body.is_throttle === true,
         payment_started_at: new Date(),
         coupon_id: coupon?.id ?? null,
+        ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
       });
-      const order = await repo.updateOrder(trx, teamId, orderId, await this.setLines(trx, teamId, orderId, drafts, coupon?.id ?? null));
+      const lines = await repo.insertLines(
+        trx,
+        drafts.map((d) => ({ ...d, order_id: orderId })),
+      );
       await this.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
-      return { order, customer, route };
+      return { order, customer, route, lines };
     });
-    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment);
+    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment, claimed.lines);
   }
 
   /**
@@ -384,21 +393,27 @@ export class OrdersService {
       const campaign = await this.catalog.findCampaign(trx, teamId, locked.campaign_id);
       const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! };
       await this.payments.preflight(trx, teamId, body.payment, route);
-      const { order: updated, changed } = await this.applyUpdates(trx, teamId, locked, body);
-      if ((await repo.linesOf(trx, teamId, [updated.id])).length === 0) {
-        throw invalid('products', 'the order has no products; send products with the payment');
-      }
-      if (updated.status !== 'pending') assertOrderMove(updated.status, 'pending');
-      const order = await repo.updateOrder(trx, teamId, updated.id, { status: 'pending', payment_started_at: now });
+      if (locked.status !== 'pending') assertOrderMove(locked.status, 'pending');
+      // One UPDATE: the client's changes, the move to pending and the payment claim together.
+      const { order, changed } = await this.applyUpdates(trx, teamId, locked, body, { status: 'pending', payment_started_at: now });
+      const lines = await repo.linesOf(trx, teamId, [order.id]);
+      if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       await this.recordEvents(trx, teamId, order.id, [{ type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested', data: { changed, from_status: locked.status } }]);
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
-      return { order, customer: customer!, route };
+      return { order, customer: customer!, route, lines };
     });
-    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment);
+    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment, claimed.lines);
   }
 
   /** Charges outside any transaction, then records the outcome under the order's row lock and releases the claim. */
-  private async pay(teamId: string, order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment']): Promise<PaymentResult> {
+  private async pay(
+    teamId: string,
+    order: Row<'orders'>,
+    customer: Row<'customers'>,
+    route: RouteRequest,
+    payment: ProcessPaymentBody['payment'],
+    lines: Row<'order_lines'>[],
+  ): Promise<PaymentResult> {
     const card = cardOf(payment)!;
     let result: ChargeResult;
     try {
@@ -434,7 +449,8 @@ export class OrdersService {
           data: { transactions: result.transactions.map((t) => t.id), from_status: current.status, to_status: next.status, is_test: result.isTest },
         },
       ]);
-      const view = await this.view(trx, teamId, updated);
+      // The payment claim kept the lines and the customer as they were: answer from the rows in hand.
+      const view = orderView(updated, customer, lines);
       if (result.outcome.kind === 'declined') await this.events.emit(trx, teamId, 'order.declined', { orderId: order.id, object: view });
       return this.paymentResult(result.outcome, view, result.transactions);
     });
