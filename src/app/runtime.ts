@@ -21,7 +21,12 @@ export async function openRuntime(opts: { migrate?: boolean; config?: Config; lo
   if (!config.secretKey && config.databaseUrl) {
     log.warn({ file: `${config.dataDir}/secret.key` }, 'CHECKSTAND_SECRET_KEY is not set: using a generated key from the data dir; set it in production');
   }
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax });
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolMax: config.dbPoolMax,
+    onPoolError: (err) => log.warn({ err }, 'an idle database connection failed; the pool replaces it'),
+  });
   try {
     if (opts.migrate !== false) {
       const applied = await migrateToLatest(store.rootHandle);

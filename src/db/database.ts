@@ -71,11 +71,16 @@ export interface OpenOptions {
   poolMax?: number;
   /** An already-open PGlite (tests load a migrated snapshot into memory). */
   pglite?: PGlite;
+  /** Told about errors on idle pooled connections (logged by the runtime). */
+  onPoolError?: (err: Error) => void;
 }
 
 export async function openStore(opts: OpenOptions): Promise<Store> {
   if (opts.databaseUrl) {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolMax ?? 10 });
+    // An idle connection the server ends (restart, failover, pg_terminate_backend) is dropped from
+    // the pool and replaced on next use; without a listener it would crash the process.
+    pool.on('error', (err) => opts.onPoolError?.(err));
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     return new Store(db, pool, 'postgres', async () => {});
   }

@@ -1,0 +1,114 @@
+/** Shared types and arithmetic for the load driver (bench/driver.ts) and the runner (bench/run.ts). */
+
+export const ENDPOINTS = ['POST /checkout/leads', 'POST /checkout/orders/payment', 'GET /v1/orders/{order_number}'] as const;
+export type Endpoint = (typeof ENDPOINTS)[number];
+
+/** 12/30; a later year once 2030 has come, so the bench does not start failing on card expiry. */
+export function benchCardExp(now = new Date()): string {
+  const yy = now.getUTCFullYear() % 100;
+  return `12/${String(Math.max(30, yy + 3)).padStart(2, '0')}`;
+}
+
+/** What the runner hands the driver thread. */
+export interface DriverInput {
+  baseUrl: string;
+  token: string;
+  campaignId: string;
+  offerId: string;
+  concurrency: number;
+  warmupMs: number;
+  durationMs: number;
+  progressEveryMs: number;
+  requestTimeoutMs: number;
+  /** Send an Idempotency-Key on both POSTs (off by default: the flow a plain funnel makes). */
+  idempotencyKeys: boolean;
+  /** Makes e-mails unique across runs against the same database. */
+  runId: string;
+}
+
+/** Raw numbers of the measured window, per endpoint. */
+export interface EndpointSamples {
+  /** Latency of every measured request, ms (request sent → body read). */
+  latencies: number[];
+  /** Every measured answer, by HTTP status, or `network:<code>` for no answer. */
+  statuses: Record<string, number>;
+  /** Answers that were not what the step expects (5xx, network failures, unexpected 4xx), by status. */
+  errors: Record<string, number>;
+  /** Expected business outcomes, e.g. `402 payment_declined/no_route`, `201 created`. */
+  outcomes: Record<string, number>;
+}
+
+export type DriverMessage =
+  | { type: 'phase'; phase: 'measure' | 'drain' | 'done'; at: number }
+  | {
+      type: 'progress';
+      phase: 'warmup' | 'measure' | 'drain';
+      elapsedS: number;
+      flowsDone: number;
+      flowsFailed: number;
+      requests: number;
+      errors: number;
+      intervalFlowsPerS: number;
+      intervalP50Ms: number;
+      intervalP99Ms: number;
+      inFlight: number;
+    }
+  | {
+      type: 'result';
+      /** From the first measured flow start to the last measured flow end, ms. */
+      measuredMs: number;
+      flowsCompleted: number;
+      flowsFailed: number;
+      flowLatencies: number[];
+      warmup: { flows: number; errors: number };
+      endpoints: Record<Endpoint, EndpointSamples>;
+      firstErrors: string[];
+    };
+
+export interface LatencySummary {
+  count: number;
+  per_s: number;
+  p50_ms: number;
+  p90_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  mean_ms: number;
+}
+
+/** Nearest-rank percentile of an ascending array; 0 for an empty one. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+export function sortedCopy(values: readonly number[]): Float64Array {
+  return Float64Array.from(values).sort();
+}
+
+const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+export function summarize(values: readonly number[], windowMs: number): LatencySummary {
+  const s = sortedCopy(values);
+  let sum = 0;
+  for (const v of s) sum += v;
+  return {
+    count: s.length,
+    per_s: windowMs > 0 ? round((s.length * 1000) / windowMs, 1) : 0,
+    p50_ms: round(percentile(s, 50)),
+    p90_ms: round(percentile(s, 90)),
+    p99_ms: round(percentile(s, 99)),
+    max_ms: round(s.length ? s[s.length - 1]! : 0),
+    mean_ms: round(s.length ? sum / s.length : 0),
+  };
+}
+
+export function bump(counts: Record<string, number>, key: string, by = 1): void {
+  counts[key] = (counts[key] ?? 0) + by;
+}
+
+export function total(counts: Record<string, number>): number {
+  let n = 0;
+  for (const v of Object.values(counts)) n += v;
+  return n;
+}
