@@ -22,6 +22,7 @@ import type {
   UpdateUpsell,
   Upsell,
 } from './schemas.ts';
+import { isUniqueViolation, presentFields } from '../../db/helpers.ts';
 
 export interface ListPage<T> {
   items: T[];
@@ -110,17 +111,6 @@ export function couponView(r: Row<'coupons'>): Coupon {
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
   };
-}
-
-function isUniqueViolation(err: unknown, constraint: string): boolean {
-  const e = err as { code?: unknown; constraint?: unknown } | null;
-  return typeof e === 'object' && e !== null && e.code === '23505' && e.constraint === constraint;
-}
-
-/** Drops absent keys; an empty result means the PATCH changes nothing. */
-function presentFields<T extends object>(patch: T): Partial<T> | null {
-  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
-  return entries.length === 0 ? null : (Object.fromEntries(entries) as Partial<T>);
 }
 
 function skuTaken(sku: string | null | undefined): ApiError {

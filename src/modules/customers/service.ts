@@ -1,8 +1,8 @@
-import { invalid, notFound } from '../../app/errors.ts';
+import { notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store } from '../../db/database.ts';
-import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
@@ -79,11 +79,8 @@ export class CustomersService {
     return this.store.run(async (db) => {
       const c = await repo.findCustomer(db, teamId, customerNumber);
       if (!c) throw notFound('Customer');
-      const afterSeq = await cursorSeq(db, 'customer_notes', teamId, q.starting_after);
-      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-      const rows = await repo.listNotes(db, teamId, c.id, { limit: q.limit, afterSeq, createdGte: q.created_gte, createdLte: q.created_lte });
-      const page = toPage(rows, q.limit);
-      return { items: page.items.map(noteView), has_more: page.has_more };
+      const filter = { createdGte: q.created_gte, createdLte: q.created_lte };
+      return listPage(db, 'customer_notes', teamId, q, (afterSeq) => repo.listNotes(db, teamId, c.id, { limit: q.limit, afterSeq, ...filter }), noteView);
     });
   }
 }

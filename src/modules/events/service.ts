@@ -1,8 +1,8 @@
-import { invalid, notFound } from '../../app/errors.ts';
+import { notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
-import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import type { EventType } from './catalogue.ts';
 import * as repo from './repo.ts';
@@ -69,11 +69,8 @@ export class EventsService {
 
   async list(teamId: string, q: ListQuery & { type?: string | undefined; order_number?: string | undefined }): Promise<Page<EventView>> {
     return this.store.run(async (db) => {
-      const afterSeq = await cursorSeq(db, 'events', teamId, q.starting_after);
-      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-      const rows = await repo.listEvents(db, teamId, { limit: q.limit, afterSeq, type: q.type, orderId: q.order_number, createdGte: q.created_gte, createdLte: q.created_lte });
-      const page = toPage(rows, q.limit);
-      return { items: page.items.map(eventView), has_more: page.has_more };
+      const filter = { type: q.type, orderId: q.order_number, createdGte: q.created_gte, createdLte: q.created_lte };
+      return listPage(db, 'events', teamId, q, (afterSeq) => repo.listEvents(db, teamId, { limit: q.limit, afterSeq, ...filter }), eventView);
     });
   }
 }

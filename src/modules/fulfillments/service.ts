@@ -1,8 +1,8 @@
-import { invalid, notFound } from '../../app/errors.ts';
+import { notFound } from '../../app/errors.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
 import { newId } from '../../app/ids.ts';
 import type { Store, Tx } from '../../db/database.ts';
-import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
@@ -55,18 +55,8 @@ export class FulfillmentsService {
 
   async list(teamId: string, q: ListQuery & { order_number?: string | undefined; status?: string | undefined }): Promise<Page<FulfillmentView>> {
     return this.store.run(async (db) => {
-      const afterSeq = await cursorSeq(db, 'fulfillments', teamId, q.starting_after);
-      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-      const rows = await repo.listFulfillments(db, teamId, {
-        limit: q.limit,
-        afterSeq,
-        orderId: q.order_number,
-        status: q.status,
-        createdGte: q.created_gte,
-        createdLte: q.created_lte,
-      });
-      const page = toPage(rows, q.limit);
-      return { items: page.items.map(fulfillmentView), has_more: page.has_more };
+      const filter = { orderId: q.order_number, status: q.status, createdGte: q.created_gte, createdLte: q.created_lte };
+      return listPage(db, 'fulfillments', teamId, q, (afterSeq) => repo.listFulfillments(db, teamId, { limit: q.limit, afterSeq, ...filter }), fulfillmentView);
     });
   }
 }

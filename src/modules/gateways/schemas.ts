@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ID_PREFIX } from '../../app/ids.ts';
 import { Id, ListQuery, Money, Timestamp } from '../../app/schemas.ts';
+import { luhnValid } from '../../app/luhn.ts';
 
 export const MAX_ROUTER_MEMBERS = 20;
 export const DEFAULT_NMI_BASE_URL = 'https://secure.nmi.com';
@@ -14,19 +15,6 @@ export const IdParams = z.object({ id: z.string().max(100).describe('The object 
 
 /** Unknown query parameters are refused, as on the other /v1 lists. */
 export const StrictListQuery = ListQuery.strict();
-
-export function luhnValid(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
-}
 
 // ---- gateways
 

@@ -19,6 +19,7 @@ import type {
   UpdateGateway,
   UpdateRouter,
 } from './schemas.ts';
+import { isUniqueViolation, presentFields } from '../../db/helpers.ts';
 
 export interface ListPage<T> {
   items: T[];
@@ -90,17 +91,6 @@ function digitsOf(pan: string): string {
 /** Enough to recognise which key is stored, never enough to use it. */
 function hintOf(value: string): string {
   return value.length >= 12 ? `…${value.slice(-4)}` : '…';
-}
-
-function isUniqueViolation(err: unknown, constraint: string): boolean {
-  const e = err as { code?: unknown; constraint?: unknown } | null;
-  return typeof e === 'object' && e !== null && e.code === '23505' && e.constraint === constraint;
-}
-
-/** Drops absent keys; an empty result means the PATCH changes nothing. */
-function presentFields<T extends object>(patch: T): Partial<T> | null {
-  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
-  return entries.length === 0 ? null : (Object.fromEntries(entries) as Partial<T>);
 }
 
 // ---- the one place rows become what the API shows (never team_id, seq, credentials or card hashes)

@@ -1,23 +1,11 @@
 import { z } from 'zod';
 import { Address, Currency, Id } from '../../app/schemas.ts';
+import { luhnValid } from '../../app/luhn.ts';
 
 export const MAX_LINES = 20;
 export const MAX_QUANTITY = 100;
 
 const CARD_FIELDS = ['card_number', 'card_exp', 'card_cvv'] as const;
-
-export function luhnValid(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
-}
 
 /** MM/YY, valid through the last day of that month. */
 export function cardExpired(exp: string, now = new Date()): boolean {

@@ -2,7 +2,7 @@ import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { iso } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
-import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import { listPage, type Page } from '../../db/pagination.ts';
 import type { Address, GatewayKind, Row } from '../../db/schema.ts';
 import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
 import type { GatewaysService } from '../gateways/service.ts';
@@ -488,20 +488,8 @@ export class PaymentsService {
 
   async list(teamId: string, q: ListTransactionsQuery): Promise<Page<TransactionView>> {
     return this.store.run(async (db) => {
-      const afterSeq = await cursorSeq(db, 'transactions', teamId, q.starting_after);
-      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-      const rows = await repo.listTransactions(db, teamId, {
-        limit: q.limit,
-        afterSeq,
-        orderId: q.order_number,
-        status: q.status,
-        type: q.type,
-        isTest: q.is_test,
-        createdGte: q.created_gte,
-        createdLte: q.created_lte,
-      });
-      const page = toPage(rows, q.limit);
-      return { items: page.items.map(transactionView), has_more: page.has_more };
+      const filter = { orderId: q.order_number, status: q.status, type: q.type, isTest: q.is_test, createdGte: q.created_gte, createdLte: q.created_lte };
+      return listPage(db, 'transactions', teamId, q, (afterSeq) => repo.listTransactions(db, teamId, { limit: q.limit, afterSeq, ...filter }), transactionView);
     });
   }
 }

@@ -1,8 +1,8 @@
-import { invalid, notFound } from '../../app/errors.ts';
+import { notFound } from '../../app/errors.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
 import { newId } from '../../app/ids.ts';
 import type { Store, Tx } from '../../db/database.ts';
-import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
@@ -84,19 +84,8 @@ export class SubscriptionsService {
     q: ListQuery & { status?: string | undefined; customer_number?: string | undefined; order_number?: string | undefined },
   ): Promise<Page<SubscriptionView>> {
     return this.store.run(async (db) => {
-      const afterSeq = await cursorSeq(db, 'subscriptions', teamId, q.starting_after);
-      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-      const rows = await repo.listSubscriptions(db, teamId, {
-        limit: q.limit,
-        afterSeq,
-        status: q.status,
-        customerId: q.customer_number,
-        orderId: q.order_number,
-        createdGte: q.created_gte,
-        createdLte: q.created_lte,
-      });
-      const page = toPage(rows, q.limit);
-      return { items: page.items.map(subscriptionView), has_more: page.has_more };
+      const filter = { status: q.status, customerId: q.customer_number, orderId: q.order_number, createdGte: q.created_gte, createdLte: q.created_lte };
+      return listPage(db, 'subscriptions', teamId, q, (afterSeq) => repo.listSubscriptions(db, teamId, { limit: q.limit, afterSeq, ...filter }), subscriptionView);
     });
   }
 }

@@ -25,6 +25,7 @@ import type {
 } from './schemas.ts';
 import { postWebhook, type SendResult } from './sender.ts';
 import { resolveAll, type ResolveAll, targetRefusal } from './targets.ts';
+import { presentFields } from '../../db/helpers.ts';
 
 export const USER_AGENT = 'Checkstand-Webhooks/1';
 export const GONE_REASON = 'endpoint answered 410 Gone';
@@ -62,11 +63,6 @@ export type ClaimedDelivery = Row<'webhook_deliveries'>;
 
 function newSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
-}
-
-function presentFields<T extends object>(patch: T): Partial<T> | null {
-  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
-  return entries.length === 0 ? null : (Object.fromEntries(entries) as Partial<T>);
 }
 
 // ---- the one place rows become what the API shows (never team_id, seq or a secret)

@@ -1,0 +1,11 @@
+/** True when `err` is PostgreSQL's unique violation (23505) on the named constraint or index. */
+export function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = err as { code?: unknown; constraint?: unknown } | null;
+  return typeof e === 'object' && e !== null && e.code === '23505' && e.constraint === constraint;
+}
+
+/** Drops absent keys of a PATCH; null when it changes nothing. */
+export function presentFields<T extends object>(patch: T): Partial<T> | null {
+  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+  return entries.length === 0 ? null : (Object.fromEntries(entries) as Partial<T>);
+}
