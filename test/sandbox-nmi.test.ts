@@ -69,7 +69,7 @@ describe('NMI adapter against the sandbox', () => {
   it('answers the health check', async () => {
     const res = await fetch(`${sandbox.url}/sandbox/health`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ ok: true, providers: ['nmi'] });
+    expect(await res.json()).toMatchObject({ ok: true, providers: expect.arrayContaining(['nmi']) });
   });
 
   it('approves a card, saves it to the vault and charges the vault without card fields', async () => {

@@ -43,6 +43,7 @@ export const ID_PREFIX = {
   webhookAttempt: 'watt',
   mail: 'mail',
   couponRedemption: 'red',
+  inboundWebhook: 'iwh',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

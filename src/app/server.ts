@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
@@ -20,6 +20,7 @@ import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
 import { registerGatewayRoutes } from '../modules/gateways/routes.ts';
 import { registerMailRoutes } from '../modules/mail/routes.ts';
 import { registerPaymentRoutes } from '../modules/payments/routes.ts';
+import { registerGatewayWebhookRoutes } from '../modules/payments/webhook-routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
 import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import type { AppContext } from './context.ts';
@@ -132,6 +133,8 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
       return reply.code(503).send({ status: 'database_unreachable' });
     }
   });
+
+  await registerGatewayWebhookRoutes(app as unknown as FastifyInstance, ctx);
 
   // Everything under /checkout and /v1 needs a bearer token and takes Idempotency-Key on POST.
   await app.register(async (api: Http) => {

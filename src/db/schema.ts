@@ -264,7 +264,7 @@ export interface IdempotencyKeysTable {
   expires_at: Date | string;
 }
 
-export type GatewayKind = 'nmi';
+export type GatewayKind = 'nmi' | 'threeds';
 
 export interface GatewaysTable {
   seq: Generated<number>;
@@ -442,6 +442,16 @@ export interface CouponRedemptionsTable {
   created_at: Timestamp;
 }
 
+export interface InboundWebhooksTable {
+  id: string;
+  source: string;
+  event_id: string;
+  team_id: string | null;
+  type: string;
+  payload: Json<Record<string, unknown>>;
+  received_at: Timestamp;
+}
+
 export interface DB {
   teams: TeamsTable;
   api_tokens: ApiTokensTable;
@@ -472,6 +482,7 @@ export interface DB {
   webhook_attempts: WebhookAttemptsTable;
   mail_messages: MailMessagesTable;
   coupon_redemptions: CouponRedemptionsTable;
+  inbound_webhooks: InboundWebhooksTable;
 }
 
 export type Row<T extends keyof DB> = Selectable<DB[T]>;

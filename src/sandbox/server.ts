@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { loggerOptions } from '../app/logger.ts';
 import { nmiSandbox } from './nmi.ts';
+import { threedsSandbox } from './threeds.ts';
 
 export interface SandboxOptions {
   host?: string;
@@ -17,8 +18,10 @@ export async function buildSandbox(opts: SandboxOptions = {}): Promise<FastifyIn
   // Warnings and errors only (Fastify's per-request lines are info), never bodies: the card gateway's
   // requests carry card numbers. The app's logger options add redaction and PAN masking on top.
   const app = Fastify({ logger: loggerOptions('warn') });
-  app.get('/sandbox/health', async () => ({ ok: true, providers: ['nmi'] }));
+  app.get('/sandbox/health', async () => ({ ok: true, providers: ['nmi', 'threeds'] }));
   await app.register(nmiSandbox, { slowMs: opts.slowMs ?? DEFAULT_SLOW_MS });
+  // The 3-D Secure gateway: base URL `${url}/3ds`.
+  await app.register(threedsSandbox, { prefix: '/3ds' });
   return app;
 }
 

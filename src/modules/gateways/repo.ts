@@ -157,3 +157,8 @@ export async function listTestCards(db: Executor, teamId: string, w: ListWindow)
 export async function findTestCardByHash(db: Executor, teamId: string, cardHash: string): Promise<Row<'test_cards'> | undefined> {
   return db.selectFrom('test_cards').selectAll().where('team_id', '=', teamId).where('card_hash', '=', cardHash).executeTakeFirst();
 }
+
+/** Inbound webhooks carry no token: the gateway id in their URL is the only key (ids are unguessable). */
+export async function findGatewayById(db: Executor, id: string): Promise<Row<'gateways'> | undefined> {
+  return db.selectFrom('gateways').selectAll().where('id', '=', id).executeTakeFirst();
+}

@@ -33,18 +33,51 @@ export const NmiCredentials = z
   .meta({ id: 'NmiCredentials' });
 export type NmiCredentials = z.infer<typeof NmiCredentials>;
 
-export const CreateGateway = z
+export const ThreeDsCredentials = z
   .object({
-    name: Name,
-    kind: z.enum(['nmi'], { error: requiredOr('must be nmi') }).describe('The gateway protocol; `nmi` today'),
-    base_url: BaseUrl.default(DEFAULT_NMI_BASE_URL).describe(`The gateway API base URL; default ${DEFAULT_NMI_BASE_URL}`),
-    credentials: NmiCredentials,
-    test_mode: z.boolean().default(false),
-    is_active: z.boolean().default(true),
-    monthly_cap: Cap.nullable().optional(),
-    descriptor: Descriptor.nullable().optional(),
+    api_key: z.string({ error: requiredOr('must be a string') }).trim().min(1, 'is required').max(500).describe('The only required credential; `sk_test_…` means test mode'),
+    risk_sdk_key: z.string().trim().min(1).max(500).optional().describe('Loaded by the checkout page for the risk session; stored, never validated'),
+    webhook_secret: z.string().trim().min(1).max(500).optional().describe('Without it the gateway\'s webhooks are refused with 403'),
   })
   .strict()
+  .describe('Stored encrypted and never returned: responses show `credentials_hint` instead')
+  .meta({ id: 'ThreeDsCredentials' });
+export type ThreeDsCredentials = z.infer<typeof ThreeDsCredentials>;
+
+export const GATEWAY_KINDS = ['nmi', 'threeds'] as const;
+
+const CommonGatewayFields = {
+  name: Name,
+  is_active: z.boolean().default(true),
+  monthly_cap: Cap.nullable().optional(),
+  descriptor: Descriptor.nullable().optional(),
+};
+
+export const CreateGateway = z
+  .discriminatedUnion(
+    'kind',
+    [
+      z
+        .object({
+          kind: z.literal('nmi').describe('A synchronous card gateway speaking NMI Direct Post'),
+          base_url: BaseUrl.default(DEFAULT_NMI_BASE_URL).describe(`The gateway API base URL; default ${DEFAULT_NMI_BASE_URL}`),
+          credentials: NmiCredentials,
+          test_mode: z.boolean().default(false),
+          ...CommonGatewayFields,
+        })
+        .strict(),
+      z
+        .object({
+          kind: z.literal('threeds').describe('The card gateway that requires 3-D Secure on the first payment'),
+          base_url: BaseUrl.describe('The gateway API base URL (the sandbox: `<sandbox url>/3ds`)'),
+          credentials: ThreeDsCredentials,
+          test_mode: z.boolean().optional().describe('Defaults to true for an `sk_test_` API key'),
+          ...CommonGatewayFields,
+        })
+        .strict(),
+    ],
+    { error: requiredOr('must be nmi or threeds') },
+  )
   .meta({ id: 'CreateGateway' });
 export type CreateGateway = z.infer<typeof CreateGateway>;
 
@@ -52,7 +85,19 @@ export const UpdateGateway = z
   .object({
     name: Name.optional(),
     base_url: BaseUrl.optional(),
-    credentials: NmiCredentials.optional().describe('Replaces the stored credentials as a whole'),
+    credentials: z
+      .object({
+        security_key: NmiCredentials.shape.security_key.optional(),
+        api_key: ThreeDsCredentials.shape.api_key.optional(),
+        risk_sdk_key: ThreeDsCredentials.shape.risk_sdk_key,
+        webhook_secret: ThreeDsCredentials.shape.webhook_secret,
+      })
+      .strict()
+      .superRefine((c, ctx) => {
+        if (!c.security_key && !c.api_key) ctx.addIssue({ code: 'custom', path: ['security_key'], message: 'is required (api_key for a threeds gateway)' });
+      })
+      .optional()
+      .describe("Replaces the stored credentials as a whole, in the shape of the gateway's kind"),
     test_mode: z.boolean().optional(),
     is_active: z.boolean().optional(),
     monthly_cap: Cap.nullable().optional(),
@@ -67,7 +112,7 @@ export const Gateway = z
     object: z.literal('gateway'),
     id: z.string(),
     name: z.string(),
-    kind: z.enum(['nmi']),
+    kind: z.enum(GATEWAY_KINDS),
     base_url: z.string(),
     test_mode: z.boolean(),
     is_active: z.boolean(),
@@ -76,6 +121,9 @@ export const Gateway = z
     credentials_hint: z
       .record(z.string(), z.string())
       .describe('Each credential field masked to its last 4 characters (all masked when shorter than 12)'),
+    webhook_url: z.string().optional().describe('3-D Secure gateways: paste this into the gateway dashboard as the webhook address'),
+    risk_sdk_key: z.string().nullable().optional().describe('3-D Secure gateways: the publishable key the checkout page loads the risk SDK with'),
+    webhook_secret_configured: z.boolean().optional().describe('3-D Secure gateways: false means its webhooks are refused (403)'),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

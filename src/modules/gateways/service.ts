@@ -121,6 +121,7 @@ export class GatewaysService {
   constructor(
     private readonly store: Store,
     private readonly secrets: Secrets,
+    private readonly opts: { publicBaseUrl: string } = { publicBaseUrl: 'http://127.0.0.1:3000' },
   ) {}
 
   // ---- for the payment core: it passes its own transaction (or the root handle outside one)
@@ -173,6 +174,11 @@ export class GatewaysService {
 
   // ---- gateways
 
+  /** For the inbound webhook route only: the gateway named in the URL, whatever its team. */
+  findGatewayForWebhook(id: string): Promise<Row<'gateways'> | undefined> {
+    return this.store.run((db) => repo.findGatewayById(db, id));
+  }
+
   gatewayView(r: Row<'gateways'>): Gateway {
     return {
       object: 'gateway',
@@ -185,6 +191,7 @@ export class GatewaysService {
       monthly_cap: r.monthly_cap,
       descriptor: r.descriptor,
       credentials_hint: this.credentialsHint(r),
+      ...(r.kind === 'threeds' ? this.threeDsFields(r) : {}),
       created_at: r.created_at.toISOString(),
       updated_at: r.updated_at.toISOString(),
     };
@@ -199,7 +206,7 @@ export class GatewaysService {
         kind: input.kind,
         base_url: input.base_url,
         credentials: this.sealCredentials(input.credentials),
-        test_mode: input.test_mode,
+        test_mode: input.test_mode ?? (input.kind === 'threeds' && input.credentials.api_key.startsWith('sk_test_')),
         is_active: input.is_active,
         monthly_cap: input.monthly_cap ?? null,
         descriptor: input.descriptor ?? null,
@@ -218,6 +225,15 @@ export class GatewaysService {
     const fields = presentFields(patch);
     if (!fields) return this.getGateway(teamId, id);
     const { credentials, ...rest } = fields;
+    if (credentials) {
+      const current = await this.store.run((db) => repo.findGateway(db, teamId, id));
+      if (!current) throw notFound('Gateway');
+      const wanted = current.kind === 'nmi' ? 'security_key' : 'api_key';
+      const foreign = current.kind === 'nmi' ? ['api_key', 'risk_sdk_key', 'webhook_secret'] : ['security_key'];
+      if (!credentials[wanted]) throw invalid(`credentials.${wanted}`, `is required for a ${current.kind} gateway`);
+      const wrong = foreign.find((k) => k in credentials);
+      if (wrong) throw invalid(`credentials.${wrong}`, `is not a credential of a ${current.kind} gateway`);
+    }
     const row = await this.store.run((db) =>
       repo.updateGateway(db, teamId, id, { ...rest, ...(credentials ? { credentials: this.sealCredentials(credentials) } : {}) }),
     );
@@ -352,6 +368,20 @@ export class GatewaysService {
   }
 
   // ---- shared
+
+  private threeDsFields(r: Row<'gateways'>) {
+    let creds: Record<string, string> = {};
+    try {
+      creds = this.openCredentials(r);
+    } catch {
+      /* sealed under another key: shown as not configured */
+    }
+    return {
+      webhook_url: `${this.opts.publicBaseUrl}/webhooks/gateways/${r.id}`,
+      risk_sdk_key: creds.risk_sdk_key ?? null,
+      webhook_secret_configured: Boolean(creds.webhook_secret),
+    };
+  }
 
   private sealCredentials(credentials: Record<string, string>): string {
     return this.secrets.encrypt(JSON.stringify(credentials));

@@ -77,6 +77,27 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   );
 
   app.post(
+    '/checkout/orders/capture',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'Capture',
+        description:
+          "Re-checks a redirected first payment with the gateway (3-D Secure). 200 `success` true: approved and the order " +
+          'completed (fulfillment, subscriptions, order webhooks); 202 `success` true, `payment_status` ' +
+          '`pending_external_confirmation`: under review, do not advance; 422 `success` false: the payment was not completed ' +
+          '(declined, failed or abandoned authentication); 404: no capturable transaction. Capture again after success answers ' +
+          '200 "Payment already captured." with no second charge. Branch on the HTTP status or `data.payment_status`.',
+        body: z.object({ order_number: Id('ord'), payment_id: z.string().min(1).max(200).optional() }).strict(),
+      },
+    },
+    async (req, reply) => {
+      const r = await orders.capture(teamOf(req), req.body);
+      return reply.code(r.httpStatus).send({ ...envelope(r.success, r.message, r.data), ...(r.error ? { error: r.error } : {}) });
+    },
+  );
+
+  app.post(
     '/checkout/orders/complete',
     {
       schema: {

@@ -78,6 +78,14 @@ export interface PaymentResult {
   error?: { type: string; code: string; decline_code: string | null };
 }
 
+export interface CaptureResult {
+  httpStatus: number;
+  success: boolean;
+  message: string;
+  data: OrderView;
+  error?: { type: string; code: string };
+}
+
 export interface ListOrdersQuery {
   limit: number;
   starting_after?: string | undefined;
@@ -427,6 +435,7 @@ export class OrdersService {
         route,
         payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
         billing: order.billing_address,
+        redirect: { returnUrl: payment.return_url, cancelUrl: payment.cancel_url, riskSessionId: payment.risk_session_id },
       });
     } catch (err) {
       await this.store.run((db) => repo.updateOrder(db, teamId, order.id, { payment_started_at: null }));
@@ -435,7 +444,7 @@ export class OrdersService {
     const answer = await this.store.transaction(async (trx) => {
       const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
       const next = this.afterOutcome(result.outcome);
-      assertOrderMove(current.status, next.status);
+      if (current.status !== next.status) assertOrderMove(current.status, next.status);
       const updated = await repo.updateOrder(trx, teamId, order.id, {
         status: next.status,
         payment_status: next.payment_status,
@@ -582,6 +591,136 @@ export class OrdersService {
     });
     this.events.nudge();
     return reversed;
+  }
+
+  /**
+   * Capture (3-D Secure gateway): re-checks the pending first payment with the gateway and
+   * finalizes it the same way the gateway's PAYMENT_SUCCEEDED webhook does. Safe to call again.
+   */
+  async capture(teamId: string, body: { order_number: string; payment_id?: string | undefined }): Promise<CaptureResult> {
+    const { order, txn } = await this.store.run(async (db) => {
+      const found = await repo.findOrder(db, teamId, body.order_number);
+      if (!found) throw notFound('Order');
+      const pending = await this.payments.findCapturable(db, teamId, found.id);
+      // The webhook (or another Capture) may settle the payment between the two reads: read the
+      // order again, so a payment settled meanwhile answers "already captured", not 404.
+      return { order: pending ? found : ((await repo.findOrder(db, teamId, found.id)) ?? found), txn: pending };
+    });
+    if (order.payment_status === 'completed') {
+      const view = await this.store.run((db) => this.view(db, teamId, order));
+      return { httpStatus: 200, success: true, message: 'Payment already captured.', data: view };
+    }
+    if (!txn) throw new ApiError('no_capturable_transaction');
+    if (body.payment_id && body.payment_id !== txn.provider_ref) {
+      throw new ApiError('capture_failed', 'Payment capture failed: the payment does not belong to this order.');
+    }
+    const r = await this.payments.retrieve(teamId, txn);
+    switch (r.kind) {
+      case 'approved': {
+        const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: r.paymentMethod });
+        return { httpStatus: 200, success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
+      }
+      case 'declined': {
+        const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: r.code, message: r.message });
+        if (done.view.payment_status === 'completed') return { httpStatus: 200, success: true, message: 'Payment already captured.', data: done.view };
+        return { httpStatus: 422, success: false, message: 'The payment was not completed.', data: done.view, error: { type: 'card_error', code: 'payment_not_completed' } };
+      }
+      case 'pending': {
+        const view = await this.markUnderReview(teamId, order.id, txn.id);
+        return { httpStatus: 202, success: true, message: 'The payment is under review; the order completes when the gateway confirms it.', data: view };
+      }
+      case 'redirect': {
+        const view = await this.store.run((db) => this.view(db, teamId, order));
+        return { httpStatus: 422, success: false, message: 'The payment was not completed: the customer has not finished 3-D Secure.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
+      }
+      case 'error':
+        throw new ApiError('gateway_unavailable', `The gateway could not be asked about the payment: ${r.message}`);
+    }
+  }
+
+  /**
+   * The one path that settles a redirected first payment, under the order's row lock:
+   * Capture and the gateway's webhook both call it, whichever comes first completes the order
+   * (fulfillment, subscriptions, order.completed) and the other finds nothing left to do.
+   * `guard` runs first in the same transaction (a webhook's deduplication row).
+   */
+  async finalizeFirstPayment(
+    teamId: string,
+    orderId: string,
+    txnId: string,
+    outcome: { approved: true; paymentMethod: string | null } | { approved: false; code: string; message: string },
+    guard?: (trx: Tx) => Promise<boolean>,
+  ): Promise<{ already: boolean; view: OrderView }> {
+    const r = await this.store.transaction(async (trx) => {
+      const order = (await repo.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      if (guard && !(await guard(trx))) return { already: true, view: await this.view(trx, teamId, order) };
+      if (order.payment_status === 'completed') return { already: true, view: await this.view(trx, teamId, order) };
+      const settled = await this.payments.settlePending(trx, teamId, txnId, order.customer_id, outcome);
+      if (!settled) return { already: true, view: await this.view(trx, teamId, order) };
+      if (!settled.paymentMethod) {
+        assertOrderMove(order.status, 'declined');
+        const declined = await repo.updateOrder(trx, teamId, order.id, { status: 'declined', payment_status: 'declined', payment_started_at: null });
+        await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.declined', data: { transactions: [txnId], from_status: order.status, to_status: 'declined' } }]);
+        const view = await this.view(trx, teamId, declined);
+        await this.events.emit(trx, teamId, 'order.declined', { orderId: order.id, object: view });
+        return { already: false, view };
+      }
+      assertOrderMove(order.status, 'processing');
+      const paid = await repo.updateOrder(trx, teamId, order.id, {
+        status: 'processing',
+        payment_status: 'completed',
+        payment_method_id: settled.paymentMethod.id,
+        payment_started_at: null,
+      });
+      await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.captured', data: { transaction: txnId, from_status: order.status } }]);
+      const done = await this.finalizeCompletion(trx, teamId, paid);
+      return { already: false, view: done.order };
+    });
+    if (!r.already) this.events.nudge();
+    return r;
+  }
+
+  private async markUnderReview(teamId: string, orderId: string, txnId: string, guard?: (trx: Tx) => Promise<boolean>): Promise<OrderView> {
+    return this.store.transaction(async (trx) => {
+      const order = (await repo.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      if (guard && !(await guard(trx))) return this.view(trx, teamId, order);
+      if (order.payment_status !== 'pending_redirect') return this.view(trx, teamId, order);
+      assertOrderMove(order.status, 'pending_external_confirmation');
+      const updated = await repo.updateOrder(trx, teamId, order.id, { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' });
+      await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.under_review', data: { transaction: txnId } }]);
+      return this.view(trx, teamId, updated);
+    });
+  }
+
+  /**
+   * A verified gateway webhook (PAYMENT_SUCCEEDED / PAYMENT_FAILED / PAYMENT_UNDER_REVIEW):
+   * deduplicated by event id in the same transaction as its effect, so a redelivery is a no-op
+   * and a failed attempt leaves nothing behind for the gateway's retry.
+   */
+  async applyGatewayEvent(
+    gateway: { id: string; team_id: string },
+    event: { id: string; type: string; paymentId: string; paymentMethod: string | null; code?: string; message?: string },
+    payload: Record<string, unknown>,
+  ): Promise<'processed' | 'duplicate' | 'ignored'> {
+    const teamId = gateway.team_id;
+    let fresh = false;
+    const guard = async (trx: Tx) => (fresh = await this.payments.recordInbound(trx, `gateway:${gateway.id}`, event.id, teamId, event.type, payload));
+    const txn = await this.store.run((db) => this.payments.findByProviderRef(db, teamId, gateway.id, event.paymentId));
+    if (!txn) {
+      await this.store.transaction((trx) => guard(trx));
+      return fresh ? 'ignored' : 'duplicate';
+    }
+    if (event.type === 'PAYMENT_SUCCEEDED') {
+      await this.finalizeFirstPayment(teamId, txn.order_id, txn.id, { approved: true, paymentMethod: event.paymentMethod }, guard);
+    } else if (event.type === 'PAYMENT_FAILED') {
+      await this.finalizeFirstPayment(teamId, txn.order_id, txn.id, { approved: false, code: event.code ?? 'declined', message: event.message ?? 'The payment failed.' }, guard);
+    } else if (event.type === 'PAYMENT_UNDER_REVIEW') {
+      await this.markUnderReview(teamId, txn.order_id, txn.id, guard);
+    } else {
+      await this.store.transaction((trx) => guard(trx));
+      return fresh ? 'ignored' : 'duplicate';
+    }
+    return fresh ? 'processed' : 'duplicate';
   }
 
   /**

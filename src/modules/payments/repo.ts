@@ -65,3 +65,19 @@ export async function insertPaymentMethod(db: Executor, row: NewRow<'payment_met
 export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {
   return db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
 }
+
+export async function findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string): Promise<Row<'transactions'> | undefined> {
+  return db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('gateway_id', '=', gatewayId)
+    .where('provider_ref', '=', providerRef)
+    .where('type', '=', 'sale')
+    .executeTakeFirst();
+}
+
+export async function insertInbound(db: Executor, row: NewRow<'inbound_webhooks'>): Promise<boolean> {
+  const r = await db.insertInto('inbound_webhooks').values(row).onConflict((oc) => oc.columns(['source', 'event_id']).doNothing()).returning('id').executeTakeFirst();
+  return r !== undefined;
+}

@@ -9,7 +9,7 @@ import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
 import type { PaymentInput } from '../orders/schemas.ts';
 import { type CardInput, type CardSummary, summarizeCard } from './card.ts';
-import type { ChargeOutcome } from './outcomes.ts';
+import type { ChargeOutcome, ThreeDsGatewayPort, ThreeDsOutcome } from './outcomes.ts';
 import * as repo from './repo.ts';
 
 export function transactionView(t: Row<'transactions'>) {
@@ -73,6 +73,8 @@ export interface FirstChargeRequest {
   route: RouteRequest;
   payer: Payer;
   billing: Address | null;
+  /** For a 3-D Secure gateway: where the customer returns, and the risk SDK's session. */
+  redirect: { returnUrl?: string | undefined; cancelUrl?: string | undefined; riskSessionId?: string | undefined };
 }
 
 export interface SavedChargeRequest {
@@ -123,8 +125,15 @@ export class PaymentsService {
   constructor(
     private readonly store: Store,
     private readonly gateways: GatewaysService,
-    private readonly adapters: Record<GatewayKind, CardGatewayAdapter>,
+    private readonly adapters: Record<Exclude<GatewayKind, 'threeds'>, CardGatewayAdapter>,
+    private readonly threeds: ThreeDsGatewayPort,
   ) {}
+
+  /** Synchronous card adapter of a gateway; 3-D Secure gateways go through `this.threeds`. */
+  private cardAdapter(kind: GatewayKind): CardGatewayAdapter {
+    if (kind === 'threeds') throw new Error('a 3-D Secure gateway has no synchronous card adapter');
+    return this.adapters[kind];
+  }
 
   /**
    * Checks made before anything is written or any provider is called; a request failing
@@ -135,6 +144,19 @@ export class PaymentsService {
     if (route.gatewayId && !(await this.gateways.findGateway(db, teamId, route.gatewayId))) throw invalid('gateway_id', 'no such gateway');
     if (route.paymentOrchestratorId && !(await this.gateways.findRouter(db, teamId, route.paymentOrchestratorId))) {
       throw invalid('payment_orchestrator_id', 'no such payment orchestrator');
+    }
+    // Spec 4.1 rule 2: routed directly to the 3-D Secure gateway (no router in between), both URLs
+    // are checked here, before any gateway call. Through a router the gateway's decline says so (rule 3).
+    const routerId = route.gatewayId ? null : (route.paymentOrchestratorId ?? route.campaign.payment_orchestrator_id);
+    const directId = route.gatewayId ?? (routerId ? null : route.campaign.gateway_id);
+    if (directId && payment.method === 'card' && (!payment.return_url || !payment.cancel_url)) {
+      const direct = await this.gateways.findGateway(db, teamId, directId);
+      if (direct?.kind === 'threeds') {
+        const missing = (['return_url', 'cancel_url'] as const).filter((f) => !payment[f]);
+        throw new ApiError('validation_failed', 'This gateway requires 3D Secure: send payment.return_url and payment.cancel_url.', {
+          fields: missing.map((f) => ({ path: `payment.${f}`, message: 'is required: the gateway requires 3D Secure' })),
+        });
+      }
     }
   }
 
@@ -178,7 +200,7 @@ export class PaymentsService {
     req: { teamId: string; orderId: string; amount: number; currency: string },
     row: {
       id?: string;
-      status: 'approved' | 'declined' | 'error';
+      status: 'approved' | 'declined' | 'error' | 'pending';
       gatewayId: string | null;
       routerId?: string | null;
       attempt?: number;
@@ -284,7 +306,14 @@ export class PaymentsService {
     for (let i = 0; i < tries; i++) {
       const { gateway } = plan.candidates[i]!;
       const attemptId = newId('transaction');
-      const result = await this.adapters[gateway.kind].sale(this.gateways.account(gateway), {
+      if (gateway.kind === 'threeds') {
+        const done = await this.chargeThreeDs(req, card, gateway, plan.routerId, i + 1, attemptId);
+        transactions.push(done.transaction);
+        if (done.result.outcome.kind !== 'declined') return { ...done.result, transactions };
+        if (!plan.routerId || !done.retryable) break;
+        continue;
+      }
+      const result = await this.cardAdapter(gateway.kind).sale(this.gateways.account(gateway), {
         amount: req.amount,
         currency: req.currency,
         orderId: req.orderId,
@@ -344,6 +373,41 @@ export class PaymentsService {
     };
   }
 
+  /**
+   * The first payment on a 3-D Secure gateway: approved at once (frictionless), a redirect to
+   * the hosted authentication page (the transaction stays pending until Capture or the gateway's
+   * webhook), or declined with the gateway's text.
+   */
+  private async chargeThreeDs(req: FirstChargeRequest, card: CardSummary, gateway: Row<'gateways'>, routerId: string | null, attempt: number, attemptId: string) {
+    const r = await this.threeds.createPayment(this.gateways.account(gateway), {
+      amount: req.amount,
+      currency: req.currency,
+      reference: attemptId,
+      card: req.card,
+      merchantInitiated: false,
+      savePaymentMethod: true,
+      customer: req.payer,
+      riskSessionId: req.redirect.riskSessionId,
+      returnUrl: req.redirect.returnUrl,
+      cancelUrl: req.redirect.cancelUrl,
+    });
+    const base = { id: attemptId, gatewayId: gateway.id, routerId, attempt, card, isTest: gateway.test_mode };
+    if (r.kind === 'approved') {
+      const method = await this.saveMethod(req, card, gateway.id, r.paymentMethod, r.paymentId, gateway.test_mode);
+      const t = await this.record(req, { ...base, status: 'approved', providerRef: r.paymentId, code: 'succeeded', text: 'Approved', paymentMethodId: method.id });
+      const outcome: ChargeOutcome = { kind: 'approved', providerRef: r.paymentId, gatewayId: gateway.id };
+      return { transaction: t, retryable: false, result: { outcome, transactions: [t], paymentMethod: method, isTest: gateway.test_mode } };
+    }
+    if (r.kind === 'redirect' || r.kind === 'pending') {
+      const t = await this.record(req, { ...base, status: 'pending', providerRef: r.paymentId, code: r.kind === 'redirect' ? 'requires_action' : 'processing', text: r.kind === 'redirect' ? 'Customer authentication (3-D Secure) required' : 'Under review' });
+      const outcome: ChargeOutcome = r.kind === 'redirect' ? { kind: 'redirect', providerRef: r.paymentId, url: r.url, gatewayId: gateway.id } : { kind: 'pending', providerRef: r.paymentId, gatewayId: gateway.id };
+      return { transaction: t, retryable: false, result: { outcome, transactions: [t], paymentMethod: null, isTest: gateway.test_mode } };
+    }
+    const t = await this.record(req, { ...base, status: r.kind === 'error' ? 'error' : 'declined', providerRef: r.paymentId, code: r.code, text: r.message });
+    const outcome: ChargeOutcome = { kind: 'declined', reason: r.message, code: r.code, retryable: false, gatewayId: gateway.id };
+    return { transaction: t, retryable: r.kind === 'error', result: { outcome, transactions: [t], paymentMethod: null, isTest: gateway.test_mode } };
+  }
+
   /** A merchant-initiated charge on a saved card (one-click upsell): no card data, no cascade. */
   async chargeSaved(req: SavedChargeRequest): Promise<ChargeResult> {
     const m = req.method;
@@ -367,7 +431,27 @@ export class PaymentsService {
       return { outcome: { kind: 'declined', reason: why, code: 'gateway_unavailable', retryable: false, gatewayId: m.gateway_id }, transactions: [t], paymentMethod: m, isTest: false };
     }
     const attemptId = newId('transaction');
-    const result = await this.adapters[gateway.kind].sale(this.gateways.account(gateway), {
+    if (gateway.kind === 'threeds') {
+      // Merchant-initiated on the saved card, chained to the authenticated first payment: no 3-D Secure.
+      const r = await this.threeds.createPayment(this.gateways.account(gateway), {
+        amount: req.amount,
+        currency: req.currency,
+        reference: attemptId,
+        paymentMethod: m.vault_ref,
+        originalPaymentId: m.original_ref ?? undefined,
+        merchantInitiated: true,
+        savePaymentMethod: false,
+        customer: req.payer,
+      });
+      const ok = r.kind === 'approved';
+      const text = ok ? 'Approved' : r.kind === 'declined' || r.kind === 'error' ? r.message : 'Unexpected answer to a merchant-initiated payment';
+      const t = await this.record(req, { ...base, id: attemptId, status: ok ? 'approved' : 'declined', gatewayId: gateway.id, providerRef: r.paymentId, code: ok ? 'succeeded' : r.kind === 'declined' || r.kind === 'error' ? r.code : r.kind, text, isTest: gateway.test_mode });
+      const outcome: ChargeOutcome = ok
+        ? { kind: 'approved', providerRef: r.paymentId, gatewayId: gateway.id }
+        : { kind: 'declined', reason: text, code: t.response_code ?? undefined, retryable: false, gatewayId: gateway.id };
+      return { outcome, transactions: [t], paymentMethod: m, isTest: gateway.test_mode };
+    }
+    const result = await this.cardAdapter(gateway.kind).sale(this.gateways.account(gateway), {
       amount: req.amount,
       currency: req.currency,
       orderId: req.orderId,
@@ -464,8 +548,17 @@ export class PaymentsService {
     }
     const gateway = await this.store.run((db) => this.gateways.findGateway(db, teamId, sale.gateway_id!));
     if (!gateway) return { kind: 'error', transactionId: null, responseCode: 'gateway_unavailable', responseText: 'The gateway of this charge no longer exists.', retryable: false };
-    const adapter = this.adapters[gateway.kind];
     const account = this.gateways.account(gateway);
+    if (gateway.kind === 'threeds') {
+      const r =
+        reversal.type === 'void'
+          ? await this.threeds.cancel(account, { paymentId: sale.provider_ref, reference: reversal.id })
+          : await this.threeds.refund(account, { paymentId: sale.provider_ref, amount: reversal.amount, reference: reversal.id });
+      return r.ok
+        ? { kind: 'approved', transactionId: r.id ?? reversal.id, authCode: null, responseCode: 'succeeded', responseText: r.message || 'Approved', vaultRef: null }
+        : { kind: 'error', transactionId: r.id, responseCode: 'refused', responseText: r.message, retryable: false };
+    }
+    const adapter = this.cardAdapter(gateway.kind);
     return reversal.type === 'void'
       ? adapter.void(account, { transactionId: sale.provider_ref, attemptId: reversal.id })
       : adapter.refund(account, { transactionId: sale.provider_ref, amount: reversal.amount, currency: reversal.currency, attemptId: reversal.id });
@@ -478,6 +571,65 @@ export class PaymentsService {
       response_code: result.responseCode,
       response_text: resultText(result),
     });
+  }
+
+  /** The order's first-payment transaction awaiting the customer or the gateway (Capture's target). */
+  async findCapturable(db: Executor, teamId: string, orderId: string): Promise<Row<'transactions'> | undefined> {
+    const all = await repo.listOrderTransactions(db, teamId, orderId);
+    return all.filter((t) => t.type === 'sale' && t.status === 'pending' && !t.upsell_id && t.provider_ref).at(-1);
+  }
+
+  /** Inbound provider events, one row per (source, event id): false when this one was seen before. */
+  async recordInbound(trx: Tx, source: string, eventId: string, teamId: string, type: string, payload: Record<string, unknown>): Promise<boolean> {
+    return repo.insertInbound(trx, { id: newId('inboundWebhook'), source, event_id: eventId, team_id: teamId, type, payload: JSON.stringify(payload) });
+  }
+
+  findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string) {
+    return repo.findByProviderRef(db, teamId, gatewayId, providerRef);
+  }
+
+  /** Asks the gateway where a pending payment stands. Outside any transaction. */
+  async retrieve(teamId: string, txn: Row<'transactions'>): Promise<ThreeDsOutcome> {
+    const gateway = txn.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, teamId, txn.gateway_id!)) : undefined;
+    if (!gateway || gateway.kind !== 'threeds' || !txn.provider_ref) {
+      return { kind: 'error', paymentId: txn.provider_ref, code: 'not_capturable', message: 'This payment cannot be re-checked with its gateway.' };
+    }
+    return this.threeds.retrievePayment(this.gateways.account(gateway), txn.provider_ref);
+  }
+
+  /**
+   * Settles a pending first payment in the caller's transaction (which holds the order's row
+   * lock): approved saves the card for merchant-initiated follow-ups; declined closes it.
+   * Returns null when the transaction was already settled (the other path won).
+   */
+  async settlePending(
+    trx: Tx,
+    teamId: string,
+    txnId: string,
+    customerId: string,
+    outcome: { approved: true; paymentMethod: string | null } | { approved: false; code: string; message: string },
+  ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Row<'payment_methods'> | null } | null> {
+    const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
+    if (!txn || txn.status !== 'pending') return null;
+    if (!outcome.approved) {
+      const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', response_code: outcome.code, response_text: outcome.message });
+      return { transaction: t, paymentMethod: null };
+    }
+    const method = await repo.insertPaymentMethod(trx, {
+      id: newId('paymentMethod'),
+      team_id: teamId,
+      customer_id: customerId,
+      gateway_id: txn.gateway_id,
+      vault_ref: outcome.paymentMethod,
+      original_ref: txn.provider_ref,
+      brand: txn.card_brand ?? 'unknown',
+      bin: txn.card_bin ?? '',
+      last4: txn.card_last4 ?? '',
+      exp: txn.card_exp ?? '',
+      is_test: txn.is_test,
+    });
+    const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'approved', response_code: 'succeeded', response_text: 'Approved after 3-D Secure', payment_method_id: method.id });
+    return { transaction: t, paymentMethod: method };
   }
 
   async get(teamId: string, id: string): Promise<TransactionView> {

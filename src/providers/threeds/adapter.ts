@@ -1,0 +1,163 @@
+import { scrubPan } from '../../app/logger.ts';
+import type { GatewayAccount } from '../card-gateway.ts';
+import { paymentOutcome } from './status.ts';
+import type {
+  ThreeDsCancelRequest,
+  ThreeDsCancelResult,
+  ThreeDsError,
+  ThreeDsErrorCode,
+  ThreeDsGatewayAdapter,
+  ThreeDsPaymentRequest,
+  ThreeDsPaymentResult,
+  ThreeDsRefundRequest,
+  ThreeDsRefundResult,
+} from './types.ts';
+import { WireError, WirePayment, WireRefund, buildPaymentBody, fromWirePayment } from './wire.ts';
+
+/**
+ * The 3-D Secure card gateway over HTTP: JSON in and out, `Authorization: Bearer <api_key>`,
+ * an `Idempotency-Key` on every POST. The same code talks to a real gateway of this shape and to the
+ * sandbox (`src/sandbox/threeds.ts`, mounted at `{sandbox}/3ds`). Wire format: docs/sandbox.md.
+ */
+export const THREEDS_DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface ThreeDsAdapterOptions {
+  /** Covers the whole exchange, answer body included. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+function apiKey(account: GatewayAccount): string {
+  const key = account.credentials.api_key;
+  // A gateway saved without its key is a configuration bug, not a decline.
+  if (!key) throw new Error('3DS gateway account has no api_key credential');
+  return key;
+}
+
+function failure(code: ThreeDsErrorCode, message: string, opts: { httpStatus?: number | null; gatewayCode?: string | null; safeToRetry: boolean }): ThreeDsError {
+  return { kind: 'error', code, gatewayCode: opts.gatewayCode ?? null, message: scrubPan(message), httpStatus: opts.httpStatus ?? null, safeToRetry: opts.safeToRetry };
+}
+
+type Exchange = { ok: true; status: number; json: unknown } | { ok: false; error: ThreeDsError };
+
+/**
+ * A non-2xx answer → an error value. Retrying with the same Idempotency-Key is safe after a 5xx or
+ * a 409 (the first request still running); a 4xx is the gateway refusing the request itself.
+ */
+function answerError(status: number, json: unknown): ThreeDsError {
+  const parsed = WireError.safeParse(json);
+  const e = parsed.success ? parsed.data.error : null;
+  const gatewayCode = e?.code ?? null;
+  const message = e?.message || `The gateway answered HTTP ${status}.`;
+  if (status === 401 || status === 403) return failure('authentication_failed', message, { httpStatus: status, gatewayCode, safeToRetry: false });
+  if (status === 404) return failure('not_found', message, { httpStatus: status, gatewayCode, safeToRetry: false });
+  if (status === 409) return failure('in_progress', message, { httpStatus: status, gatewayCode, safeToRetry: true });
+  if (e?.type === 'idempotency_error') return failure('idempotency_conflict', message, { httpStatus: status, gatewayCode, safeToRetry: false });
+  if (status >= 400 && status < 500) return failure('invalid_request', message, { httpStatus: status, gatewayCode, safeToRetry: false });
+  if (status >= 500) return failure('gateway_error', message, { httpStatus: status, gatewayCode, safeToRetry: true });
+  // 1xx/3xx: a redirect is never followed (it would re-send the card to wherever it points).
+  return failure('bad_response', `The gateway answered HTTP ${status}.`, { httpStatus: status, safeToRetry: true });
+}
+
+export class ThreeDsAdapter implements ThreeDsGatewayAdapter {
+  readonly kind = 'threeds' as const;
+  private readonly timeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(opts: ThreeDsAdapterOptions = {}) {
+    this.timeoutMs = opts.timeoutMs ?? THREEDS_DEFAULT_TIMEOUT_MS;
+    this.fetchImpl = opts.fetch ?? fetch;
+  }
+
+  async createPayment(account: GatewayAccount, req: ThreeDsPaymentRequest): Promise<ThreeDsPaymentResult> {
+    const body = buildPaymentBody(req);
+    const r = await this.exchange(account, 'POST', '/v1/payments', body, req.idempotencyKey ?? req.attemptId);
+    return r.ok ? this.readPayment(r) : r.error;
+  }
+
+  async retrievePayment(account: GatewayAccount, paymentId: string): Promise<ThreeDsPaymentResult> {
+    const r = await this.exchange(account, 'GET', `/v1/payments/${encodeURIComponent(paymentId)}`, null, null);
+    return r.ok ? this.readPayment(r) : r.error;
+  }
+
+  async refund(account: GatewayAccount, req: ThreeDsRefundRequest): Promise<ThreeDsRefundResult> {
+    if (req.amount !== undefined && (!Number.isSafeInteger(req.amount) || req.amount <= 0))
+      throw new RangeError(`refund amount must be a positive integer in minor units, got ${req.amount}`);
+    const body: Record<string, unknown> = { payment_id: req.paymentId };
+    if (req.amount !== undefined) body.amount = req.amount;
+    const r = await this.exchange(account, 'POST', '/v1/refunds', body, req.attemptId);
+    if (!r.ok) return r.error;
+    const parsed = WireRefund.safeParse(r.json);
+    if (!parsed.success) return failure('bad_response', 'The gateway answered with an unrecognised refund.', { httpStatus: r.status, safeToRetry: true });
+    const w = parsed.data;
+    const base = { refundId: w.id, paymentId: w.payment_id };
+    switch (w.status) {
+      case 'succeeded':
+        return { kind: 'refunded', ...base, amount: w.amount, currency: w.currency.toUpperCase() };
+      case 'pending':
+        return { kind: 'refund_pending', ...base, amount: w.amount, currency: w.currency.toUpperCase() };
+      case 'failed':
+        return { kind: 'refund_failed', ...base, message: scrubPan(w.message ?? 'The refund failed.') };
+    }
+  }
+
+  async cancel(account: GatewayAccount, req: ThreeDsCancelRequest): Promise<ThreeDsCancelResult> {
+    const r = await this.exchange(account, 'POST', `/v1/payments/${encodeURIComponent(req.paymentId)}/cancel`, {}, req.attemptId);
+    if (!r.ok) return r.error;
+    const parsed = WirePayment.safeParse(r.json);
+    if (!parsed.success) return failure('bad_response', 'The gateway answered with an unrecognised payment.', { httpStatus: r.status, safeToRetry: true });
+    const payment = fromWirePayment(parsed.data);
+    if (payment.status !== 'canceled')
+      return failure('bad_response', `The gateway answered a cancel with status ${payment.status}.`, { httpStatus: r.status, safeToRetry: false });
+    return { kind: 'canceled', paymentId: payment.id, payment };
+  }
+
+  private readPayment(r: { status: number; json: unknown }): ThreeDsPaymentResult {
+    const parsed = WirePayment.safeParse(r.json);
+    if (!parsed.success) return failure('bad_response', 'The gateway answered with an unrecognised payment.', { httpStatus: r.status, safeToRetry: true });
+    const payment = fromWirePayment(parsed.data);
+    if (payment.message) payment.message = scrubPan(payment.message);
+    return paymentOutcome(payment);
+  }
+
+  /** Never throws for transport trouble; the body (card data) never leaves this function except on the wire. */
+  private async exchange(account: GatewayAccount, method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | null): Promise<Exchange> {
+    const url = account.baseUrl.replace(/\/+$/, '') + path;
+    const headers: Record<string, string> = { authorization: `Bearer ${apiKey(account)}`, accept: 'application/json' };
+    if (body !== null) headers['content-type'] = 'application/json';
+    if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
+    let status: number;
+    let text: string;
+    try {
+      const res = await this.fetchImpl(url, {
+        method,
+        headers,
+        body: body === null ? undefined : JSON.stringify(body),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      status = res.status;
+      text = await res.text();
+    } catch (err) {
+      const e = err as { name?: string; cause?: { code?: unknown } };
+      if (e.name === 'TimeoutError' || e.name === 'AbortError')
+        return {
+          ok: false,
+          error: failure('timeout', `The gateway did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }),
+        };
+      const code = typeof e.cause?.code === 'string' ? ` (${e.cause.code})` : '';
+      return { ok: false, error: failure('network_error', `Could not reach the gateway${code}.`, { safeToRetry: true }) };
+    }
+    let json: unknown = null;
+    try {
+      json = text === '' ? null : JSON.parse(text);
+    } catch {
+      json = null;
+    }
+    if (status < 200 || status >= 300) return { ok: false, error: answerError(status, json) };
+    if (json === null) return { ok: false, error: failure('bad_response', 'The gateway answered with a body that is not JSON.', { httpStatus: status, safeToRetry: true }) };
+    return { ok: true, status, json };
+  }
+}
+
+export const threeDsAdapter: ThreeDsGatewayAdapter = new ThreeDsAdapter();
