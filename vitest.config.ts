@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+    // Browser tests need Chromium: `npm run test:e2e` (vitest.e2e.config.ts) runs them.
+    exclude: [...configDefaults.exclude, 'test/e2e/**'],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
