@@ -14,6 +14,8 @@ beforeAll(async () => {
   funnel = await seedFunnel(app, team.teamId);
   // A listed test card approves without a gateway: completion is what is under test here.
   expect((await team.api.post('/v1/test-cards', { card_number: TEST_PAN })).status).toBe(201);
+  // An endpoint subscribed to completions (a public address literal: registration needs no DNS).
+  expect((await team.api.post('/v1/webhook-endpoints', { url: 'https://93.184.215.14/hooks', event_types: ['order.completed'] })).status).toBe(201);
 });
 afterAll(async () => app?.close());
 
@@ -33,6 +35,15 @@ async function counts(orderId: string) {
       subscriptions: await n(db.selectFrom('subscriptions').select('id').where('order_id', '=', orderId).execute()),
       redemptions: await n(db.selectFrom('coupon_redemptions').select('id').where('order_id', '=', orderId).execute()),
       mail: await n(db.selectFrom('mail_messages').select('id').where('order_id', '=', orderId).execute()),
+      deliveries: await n(
+        db
+          .selectFrom('webhook_deliveries')
+          .innerJoin('events', 'events.id', 'webhook_deliveries.event_id')
+          .select('webhook_deliveries.id')
+          .where('events.order_id', '=', orderId)
+          .where('events.type', '=', 'order.completed')
+          .execute(),
+      ),
     };
   });
 }
@@ -47,7 +58,7 @@ describe('Complete Order', () => {
     expect(second.status).toBe(200);
     expect(second.body).toEqual(first.body);
     const c = await counts(on);
-    expect(c).toMatchObject({ completedEvents: 1, subscriptionEvents: 1, fulfillments: 1, subscriptions: 1 });
+    expect(c).toMatchObject({ completedEvents: 1, subscriptionEvents: 1, fulfillments: 1, subscriptions: 1, mail: 1, deliveries: 1 });
 
     const ful = (await team.api.get(`/v1/fulfillments?order_number=${on}`)).body.data;
     expect(ful[0].lines).toHaveLength(2); // serum and the physical trial product
@@ -63,7 +74,7 @@ describe('Complete Order', () => {
     const on = await paidOrder();
     const rs = await Promise.all(Array.from({ length: 10 }, () => team.api.post('/checkout/orders/complete', { order_number: on })));
     expect(rs.every((r) => r.status === 200)).toBe(true);
-    expect(await counts(on)).toMatchObject({ completedEvents: 1, fulfillments: 1, subscriptions: 1 });
+    expect(await counts(on)).toMatchObject({ completedEvents: 1, fulfillments: 1, subscriptions: 1, mail: 1, deliveries: 1 });
   });
 
   it('a digital-only order has no fulfillment', async () => {
@@ -84,7 +95,7 @@ describe('Complete Order', () => {
     const pending = await team.api.post('/checkout/orders/complete', { order_number: on });
     expect(pending.status).toBe(409);
     expect(pending.body.message).toMatch(/pending_redirect/);
-    expect(await counts(on)).toMatchObject({ completedEvents: 0, fulfillments: 0, subscriptions: 0, mail: 0 });
+    expect(await counts(on)).toMatchObject({ completedEvents: 0, fulfillments: 0, subscriptions: 0, mail: 0, deliveries: 0 });
     expect((await team.api.get(`/v1/events?order_number=${on}`)).body.data).toEqual([]);
     expect((await team.api.post('/checkout/orders/complete', { order_number: 'ord_missing' })).status).toBe(404);
   });
