@@ -3,15 +3,27 @@
  * client's own work (fetch, JSON) runs on its own event loop and does not queue behind the
  * server's: the main thread is the server alone.
  *
- * `concurrency` virtual customers each run funnel flows back to back:
- *   POST /checkout/leads → POST /checkout/orders/payment → GET /v1/orders/{order_number}
+ * `concurrency` virtual customers each run the card funnel back to back:
+ *   POST /checkout/leads → POST /checkout/orders/payment (card, charged on the sandbox gateway)
+ *   → POST /checkout/orders/upsell (the $9 guide, charged on the saved card) → POST /checkout/orders/complete
  * over Node's global fetch (undici, keep-alive). A flow is measured when it *starts* inside
  * the measured window; all of its requests are then recorded, and flows still in flight at
  * the end of the window are finished (drain) before the result is posted.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
-import { benchCardExp, bump, type DriverInput, type DriverMessage, ENDPOINTS, type Endpoint, type EndpointSamples, percentile, sortedCopy } from './stats.ts';
+import {
+  benchCardExp,
+  bump,
+  type DriverInput,
+  type DriverMessage,
+  ENDPOINTS,
+  type Endpoint,
+  type EndpointSamples,
+  percentile,
+  sortedCopy,
+  type StepTotals,
+} from './stats.ts';
 
 const input = workerData as DriverInput;
 const port = parentPort!;
@@ -22,6 +34,7 @@ const CARD = { card_number: '4111111111111111', card_exp: benchCardExp(), card_c
 const samples = Object.fromEntries(
   ENDPOINTS.map((e) => [e, { latencies: [], statuses: {}, errors: {}, outcomes: {} } satisfies EndpointSamples]),
 ) as unknown as Record<Endpoint, EndpointSamples>;
+const totals = Object.fromEntries(ENDPOINTS.map((e) => [e, { ok: 0, ambiguous: 0, refused: 0 } satisfies StepTotals])) as unknown as Record<Endpoint, StepTotals>;
 
 const t0 = performance.now();
 const measureStart = t0 + input.warmupMs;
@@ -37,6 +50,7 @@ const firstErrors: string[] = [];
 // For the progress line: every flow and request of any phase.
 let allFlowsDone = 0;
 let allFlowsFailed = 0;
+let allFlowsCompleted = 0;
 let allRequests = 0;
 let allErrors = 0;
 let inFlight = 0;
@@ -84,6 +98,10 @@ async function call(method: 'GET' | 'POST', path: string, body?: unknown, extra:
 function record(endpoint: Endpoint, measured: boolean, a: Answer, outcome: string | null): boolean {
   allRequests++;
   const ok = outcome !== null;
+  const t = totals[endpoint];
+  if (ok) t.ok++;
+  else if (typeof a.status === 'string' || a.status >= 500) t.ambiguous++;
+  else t.refused++;
   if (!ok) {
     allErrors++;
     if (firstErrors.length < 10) {
@@ -132,26 +150,28 @@ async function flow(user: number): Promise<void> {
 
   let ok = leadOk;
   if (ok) {
-    // 2. Payment. With no gateway configured this version declines every card with 402
-    //    payment_declined / no_route after writing the transaction: the expected answer here.
+    // 2. Process Payment: the sandbox gateway approves 4111 1111 1111 1111 and vaults the card.
     const pay = await call('POST', '/checkout/orders/payment', { order_number: orderNumber, payment: { method: 'card', ...CARD } }, idem('pay'));
-    let outcome: string | null = null;
-    if (pay.status === 402 && pay.body?.error?.code === 'payment_declined') outcome = `402 payment_declined/${pay.body.error.decline_code ?? 'none'}`;
-    else if (pay.status === 200 && pay.body?.success === true) outcome = pay.body?.data?.redirect_required ? '200 redirect' : '200 approved';
-    else if (pay.status === 202) outcome = '202 pending';
-    ok = record('POST /checkout/orders/payment', measured, pay, outcome);
-
-    if (ok) {
-      // 3. Read the order back with its lines, transactions and timeline.
-      const get = await call('GET', `/v1/orders/${orderNumber as string}`);
-      const found = get.status === 200 && get.body?.data?.order_number === orderNumber;
-      ok = record('GET /v1/orders/{order_number}', measured, get, found ? '200 ok' : null);
-    }
+    const approved = pay.status === 200 && pay.body?.success === true && pay.body?.message === 'Payment approved.';
+    ok = record('POST /checkout/orders/payment', measured, pay, approved ? '200 approved' : null);
+  }
+  if (ok) {
+    // 3. One-click upsell on the saved card: a second sandbox charge.
+    const up = await call('POST', '/checkout/orders/upsell', { order_number: orderNumber, upsell_id: input.upsellId, quantity: 1 }, idem('upsell'));
+    const added = up.status === 200 && up.body?.success === true && up.body?.data?.order_number === orderNumber;
+    ok = record('POST /checkout/orders/upsell', measured, up, added ? '200 added' : null);
+  }
+  if (ok) {
+    // 4. Complete Order: fulfillment, order.completed webhook and purchase e-mail queued.
+    const done = await call('POST', '/checkout/orders/complete', { order_number: orderNumber }, idem('complete'));
+    const completed = done.status === 200 && done.body?.success === true && done.body?.data?.status === 'completed';
+    ok = record('POST /checkout/orders/complete', measured, done, completed ? '200 completed' : null);
   }
 
   const ended = performance.now();
   allFlowsDone++;
-  if (!ok) allFlowsFailed++;
+  if (ok) allFlowsCompleted++;
+  else allFlowsFailed++;
   intervalFlowLatencies.push(ended - started);
   if (!measured) {
     if (started < measureStart) warmup.flows++;
@@ -224,5 +244,7 @@ post({
   flowLatencies,
   warmup,
   endpoints: samples,
+  totals,
+  allFlowsCompleted,
   firstErrors,
 });

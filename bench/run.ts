@@ -1,10 +1,19 @@
 /**
- * `npm run bench`: the funnel under concurrent load, over real HTTP, against the real server.
+ * `npm run bench`: the card funnel under concurrent load, over real HTTP, against the real server,
+ * with the payment gateway and the webhook receiver on the other side of real sockets.
  *
- * The server (openRuntime + buildServer, logger at `warn`) runs on this process's main thread
- * on a free loopback port: PostgreSQL when DATABASE_URL is set, else embedded PGlite in a new
- * temporary data dir that is removed afterwards. A demo team, campaign and offers are seeded
- * (seedDemo). The load driver (driver.ts) runs in a worker thread. See bench/README.md.
+ * - The server (openRuntime + buildServer, logger at `warn`) and the outbox worker (startWorker:
+ *   webhook deliveries and mail) run on this process's main thread on a free loopback port:
+ *   PostgreSQL when DATABASE_URL is set, else embedded PGlite in a temporary data dir.
+ * - The provider sandbox (the NMI-compatible card gateway) runs in its own worker thread
+ *   (sandbox-thread.ts); the demo team is seeded with seedDemo(ctx, { sandboxUrl }), so every
+ *   payment and upsell is an HTTP call to it.
+ * - A webhook receiver (receiver.ts) runs in its own worker thread; it is registered through the
+ *   API for order.completed and order.upsell_added.
+ * - The load driver (driver.ts) runs in a worker thread: lead → pay → upsell → complete.
+ *
+ * After the load it waits for the worker to deliver every webhook, then checks the sandbox ledger,
+ * the webhooks received and the mail written against what the API answered. See bench/README.md.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -13,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/app/config.ts';
@@ -22,10 +31,32 @@ import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { seedDemo } from '../src/app/seed.ts';
 import { buildServer } from '../src/app/server.ts';
 import type { Http } from '../src/app/http.ts';
-import { benchCardExp, type DriverInput, type DriverMessage, ENDPOINTS, type LatencySummary, summarize, total } from './stats.ts';
+import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
+import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
+import { type CpuProfile, Profiler, type ProfileSummary, summarizeProfile, writeProfile } from './profile.ts';
+import {
+  benchCardExp,
+  type DriverInput,
+  type DriverMessage,
+  ENDPOINTS,
+  type Endpoint,
+  type LatencySummary,
+  type ReceiverFinal,
+  type ReceiverStats,
+  STEP_NAMES,
+  type StepTotals,
+  summarize,
+  total,
+} from './stats.ts';
+import { nextMessage, startTsWorker } from './threads.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS_DIR = path.join(HERE, 'results');
+
+/** The issue's targets on a 2-core machine. */
+const TARGETS = { funnels_per_s: { postgres: 300, pglite: 100 }, p99_ms_per_call: 50 } as const;
+/** The event types the receiver subscribes to: one of each per funnel. */
+const WEBHOOK_TYPES = ['order.completed', 'order.upsell_added'] as const;
 
 // ---------------------------------------------------------------------------------- options
 
@@ -36,22 +67,30 @@ interface Options {
   maxErrorRate: number;
   progressS: number;
   requestTimeoutS: number;
+  webhookWaitS: number;
   idempotencyKeys: boolean;
   freshDb: boolean;
+  profile: boolean;
 }
 
 const USAGE = `Usage: npm run bench [-- options]
 
-  --duration <s>        measured seconds                    (BENCH_DURATION_S, default 15)
-  --concurrency <n>     concurrent funnel flows             (BENCH_CONCURRENCY, default 16)
-  --warmup <s>          unmeasured warm-up seconds          (BENCH_WARMUP_S, default 2)
-  --max-error-rate <f>  fail above this share of errors     (BENCH_MAX_ERROR_RATE, default 0.05)
-  --progress <s>        seconds between progress lines      (BENCH_PROGRESS_S, default 3)
-  --timeout <s>         per-request timeout                 (BENCH_REQUEST_TIMEOUT_S, default 30)
-  --idempotency-keys    send Idempotency-Key on both POSTs  (BENCH_IDEMPOTENCY_KEYS=1)
+  --duration <s>        measured seconds                        (BENCH_DURATION_S, default 15)
+  --concurrency <n>     concurrent funnels                      (BENCH_CONCURRENCY, default 16)
+  --warmup <s>          unmeasured warm-up seconds              (BENCH_WARMUP_S, default 2)
+  --max-error-rate <f>  fail above this share of errors         (BENCH_MAX_ERROR_RATE, default 0.05)
+  --progress <s>        seconds between progress lines          (BENCH_PROGRESS_S, default 3)
+  --timeout <s>         per-request timeout                     (BENCH_REQUEST_TIMEOUT_S, default 30)
+  --webhook-wait <s>    after the load, how long to wait for the
+                        worker to deliver every webhook         (BENCH_WEBHOOK_WAIT_S, default 30)
+  --idempotency-keys    send Idempotency-Key on every POST      (BENCH_IDEMPOTENCY_KEYS=1)
+  --profile             CPU-profile the server thread over the measured window
+                        (writes a .cpuprofile next to the report; slows the server a little)  (BENCH_PROFILE=1)
   --fresh-db            with DATABASE_URL: drop and create that database first and drop it after
                         (only for a database whose name contains "bench")   (BENCH_FRESH_DB=1)
 
+Funnel: lead → Process Payment (card, sandbox gateway over HTTP) → one upsell → Complete Order,
+with the outbox worker delivering webhooks to a local receiver.
 Database: PostgreSQL when DATABASE_URL is set, else embedded PGlite in a temporary data dir.
 Report: bench/results/<timestamp>-<pglite|postgres>.json`;
 
@@ -68,7 +107,7 @@ const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/
 
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 'help' {
   const flags: Record<string, string> = {};
-  const BOOLEAN = new Set(['idempotency-keys', 'fresh-db']);
+  const BOOLEAN = new Set(['idempotency-keys', 'fresh-db', 'profile']);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--help' || arg === '-h') return 'help';
@@ -83,7 +122,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     flags[name] = value;
   }
-  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', ...BOOLEAN]);
+  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', ...BOOLEAN]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
 
   const positive = (n: number) => n > 0;
@@ -94,8 +133,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     maxErrorRate: num('max-error-rate', flags['max-error-rate'] ?? env.BENCH_MAX_ERROR_RATE, 0.05, (n) => n >= 0 && n <= 1, 'between 0 and 1'),
     progressS: num('progress', flags.progress ?? env.BENCH_PROGRESS_S, 3, positive, 'a positive number of seconds'),
     requestTimeoutS: num('timeout', flags.timeout ?? env.BENCH_REQUEST_TIMEOUT_S, 30, positive, 'a positive number of seconds'),
+    webhookWaitS: num('webhook-wait', flags['webhook-wait'] ?? env.BENCH_WEBHOOK_WAIT_S, 30, (n) => n >= 0, 'zero or more seconds'),
     idempotencyKeys: truthy(flags['idempotency-keys'] ?? env.BENCH_IDEMPOTENCY_KEYS),
     freshDb: truthy(flags['fresh-db'] ?? env.BENCH_FRESH_DB),
+    profile: truthy(flags.profile ?? env.BENCH_PROFILE),
   };
 }
 
@@ -152,6 +193,7 @@ function fmtCounts(counts: Record<string, number>): string {
   return entries.length ? entries.map(([k, v]) => `${k}: ${v}`).join(', ') : 'none';
 }
 
+
 // ---------------------------------------------------------------------------------- report
 
 interface EndpointReport extends LatencySummary {
@@ -160,11 +202,24 @@ interface EndpointReport extends LatencySummary {
   errors: Record<string, number>;
 }
 
+interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+interface TargetResult {
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
 interface Report {
   kind: 'checkstand-bench';
-  version: 1;
+  version: 2;
   started_at: string;
   finished_at: string;
+  /** The run is correct: error rate within the limit, and every side effect accounted for. Targets do not count. */
   passed: boolean;
   failure: string | null;
   machine: {
@@ -179,87 +234,170 @@ interface Report {
   };
   git: { commit: string | null; dirty: boolean | null };
   database: { kind: 'pglite' | 'postgres'; server_version: string | null; url: string | null; pool_max: number };
-  parameters: Options & { flow: string[]; card: string; client: string };
+  parameters: Options & { flow: string[]; card: string; client: string; threads: string; worker: string };
+  targets: { funnels_per_s: TargetResult; p99_per_call: Record<string, TargetResult>; all_met: boolean };
   results: {
     measured_s: number;
     flows: { completed: number; failed: number; per_s: number; latency: LatencySummary };
+    /** Completed funnels per second = orders per second (each funnel is one order). */
     orders_per_s: number;
     requests: { total: number; per_s: number; errors: number; error_rate: number; errors_by_status: Record<string, number> };
     endpoints: Record<string, EndpointReport>;
     warmup: { flows: number; errors: number };
+    /** Every answer of the whole run (warm-up and drain included), per step. */
+    totals: Record<string, StepTotals>;
+    all_funnels_completed: number;
+    side_effects: {
+      sandbox_ledger: { approved_sales: number; charged_minor: number; ledger_entries: number; expected_approved_sales: number; database_approved_sales: number };
+      webhooks: {
+        expected: number;
+        outbox_deliveries: number;
+        events_by_type: Record<string, number>;
+        received: ReceiverStats;
+        waited_s: number;
+        deliveries_by_status: Record<string, number>;
+        lag_ms: { p50: number; p90: number; p99: number; max: number } | null;
+        window_delivered_per_s: number | null;
+        window_events_per_s: number;
+      };
+      mail: { rows: number; expected: number; by_status: Record<string, number> };
+    };
+    checks: Check[];
     server: {
-      /** Share of the measured window the server's event loop (main thread) was busy. */
+      /** Share of the measured window the server's event loop (main thread: API, outbox worker, PGlite) was busy. */
       main_thread_utilization: number | null;
-      /** CPU seconds of the whole process (server + driver thread + PGlite) per wall second. */
+      /** Event-loop utilisation of the other threads of this process over the window. */
+      thread_utilization: { driver: number | null; sandbox: number | null; receiver: number | null };
+      /** CPU seconds of the main thread (the server: API, outbox worker, PGlite) per wall second; Linux only. */
+      server_thread_cpu_cores: number | null;
+      /** The server thread's CPU per completed funnel, ms: the cost of a funnel, less sensitive to a busy machine than the rates. */
+      server_cpu_ms_per_flow: number | null;
+      /** CPU seconds of the whole process (server + driver + sandbox + receiver threads) per wall second. */
       process_cpu_cores: number | null;
+      /** CPU busy on the whole machine per wall second (this process, PostgreSQL, anything else running). */
+      machine_cpu_cores: number | null;
       db_pool_waiting_max: number;
-      /** SQL statements sent to the database in the measured window, per completed flow (all three requests). */
+      /** SQL statements sent in the measured window (API and outbox worker), per completed funnel. */
       db_statements_per_flow: number | null;
     };
     database_rows: { orders: number; transactions: number } | null;
+    profile: (ProfileSummary & { file: string }) | null;
     first_errors: string[];
   };
 }
 
+const pct = (v: number | null) => (v === null ? '?' : `${(v * 100).toFixed(0)}%`);
+const mark = (met: boolean) => (met ? 'PASS' : 'BELOW TARGET');
+
 function printSummary(r: Report, file: string | null): void {
   const res = r.results;
   const lines: string[] = [];
-  const bar = '─'.repeat(86);
+  const bar = '─'.repeat(101);
   lines.push(bar);
   lines.push(
-    `Checkstand bench · ${r.database.kind}${r.database.server_version ? ` ${r.database.server_version}` : ''} · ${r.parameters.concurrency} concurrent flows · ` +
+    `Checkstand bench · ${r.database.kind}${r.database.server_version ? ` ${r.database.server_version}` : ''} · ${r.parameters.concurrency} concurrent funnels · ` +
       `${res.measured_s.toFixed(1)} s measured (+${r.parameters.warmupS} s warm-up)`,
   );
   lines.push(
     `node ${r.machine.node} · ${r.machine.cpus}× ${r.machine.cpu_model} · load ${r.machine.load_average_before[0]} before · git ${r.git.commit ?? '?'}${r.git.dirty ? ' (dirty)' : ''}`,
   );
+  lines.push('funnel: lead → pay (card, sandbox NMI gateway over HTTP) → upsell ($9 guide, saved card) → complete; worker → webhook receiver');
   if ((r.machine.load_average_before[0] ?? 0) > r.machine.cpus * 0.5) {
     lines.push(`note: the machine was already busy (1-min load ${r.machine.load_average_before[0]} on ${r.machine.cpus} cores): the numbers may be lower and noisier than on an idle machine`);
   }
   lines.push(bar);
-  lines.push(`${pad('endpoint', 34, true)}${pad('count', 8)}${pad('req/s', 9)}${pad('p50', 8)}${pad('p90', 8)}${pad('p99', 8)}${pad('max', 8)}  ms`);
-  const row = (name: string, s: LatencySummary) =>
+  lines.push(`${pad('step', 35, true)}${pad('count', 8)}${pad('req/s', 9)}${pad('p50', 8)}${pad('p90', 8)}${pad('p99', 8)}${pad('max', 9)}  ms   p99 target < ${TARGETS.p99_ms_per_call} ms`);
+  const row = (name: string, s: LatencySummary, target?: TargetResult) =>
     lines.push(
-      `${pad(name, 34, true)}${pad(s.count, 8)}${pad(s.per_s.toFixed(1), 9)}${pad(s.p50_ms.toFixed(1), 8)}${pad(s.p90_ms.toFixed(1), 8)}${pad(s.p99_ms.toFixed(1), 8)}${pad(s.max_ms.toFixed(1), 8)}`,
+      `${pad(name, 35, true)}${pad(s.count, 8)}${pad(s.per_s.toFixed(1), 9)}${pad(s.p50_ms.toFixed(1), 8)}${pad(s.p90_ms.toFixed(1), 8)}${pad(s.p99_ms.toFixed(1), 8)}${pad(s.max_ms.toFixed(1), 9)}` +
+        (target ? `       ${mark(target.met)}` : ''),
     );
-  for (const e of ENDPOINTS) row(e, res.endpoints[e]!);
-  row('flow (lead → pay → read)', { ...res.flows.latency, count: res.flows.completed, per_s: res.flows.per_s });
+  for (const e of ENDPOINTS) row(`${STEP_NAMES[e]} (${e.replace('/checkout/', '…/')})`, res.endpoints[e]!, r.targets.p99_per_call[STEP_NAMES[e]]);
+  row('funnel (4 calls)', { ...res.flows.latency, count: res.flows.completed, per_s: res.flows.per_s });
   lines.push(bar);
-  lines.push(`orders/s (completed flows/s): ${res.orders_per_s.toFixed(1)}    requests/s: ${res.requests.per_s.toFixed(1)}`);
-  lines.push(`payment outcomes: ${fmtCounts(res.endpoints['POST /checkout/orders/payment']!.outcomes)}`);
+  const ft = r.targets.funnels_per_s;
+  lines.push(`funnels/s (= orders/s): ${res.orders_per_s.toFixed(1)}    target ${ft.target}: ${mark(ft.met)}    requests/s: ${res.requests.per_s.toFixed(1)}`);
+  const p99s = Object.entries(r.targets.p99_per_call);
+  const p99Met = p99s.every(([, t]) => t.met);
+  lines.push(`p99 per call < ${TARGETS.p99_ms_per_call} ms: ${mark(p99Met)}${p99Met ? '' : ` (over: ${p99s.filter(([, t]) => !t.met).map(([k, t]) => `${k} ${t.measured}`).join(', ')})`}`);
+  lines.push(`outcomes: ${ENDPOINTS.map((e) => `${STEP_NAMES[e]} ${fmtCounts(res.endpoints[e]!.outcomes)}`).join('; ')}`);
   lines.push(
     `errors: ${res.requests.errors} of ${res.requests.total} (${(res.requests.error_rate * 100).toFixed(2)}%)  by status: ${fmtCounts(res.requests.errors_by_status)}` +
-      `    failed flows: ${res.flows.failed}`,
+      `    failed funnels: ${res.flows.failed}`,
   );
+  lines.push(bar);
+  const se = res.side_effects;
+  lines.push(`side effects, whole run (warm-up and drain included: ${res.all_funnels_completed} completed funnels):`);
+  const check = (name: string) => {
+    const c = res.checks.find((x) => x.name === name);
+    return c ? (c.ok ? 'OK' : 'MISMATCH') : '?';
+  };
+  lines.push(
+    `  sandbox ledger: ${se.sandbox_ledger.approved_sales} approved sales, expected ${se.sandbox_ledger.expected_approved_sales} ` +
+      `(pay ${res.totals['pay']!.ok} + upsell ${res.totals['upsell']!.ok} approved); database: ${se.sandbox_ledger.database_approved_sales}   ${check('sandbox ledger')}`,
+  );
+  const wh = se.webhooks;
+  const lag = wh.lag_ms ? `lag p50 ${wh.lag_ms.p50.toFixed(0)} ms, p99 ${wh.lag_ms.p99.toFixed(0)} ms, max ${wh.lag_ms.max.toFixed(0)} ms` : 'lag ?';
+  lines.push(
+    `  webhooks: ${wh.received.unique} of ${wh.expected} delivered (distinct webhook-id; ${fmtCounts(wh.received.byType)}) ` +
+      `${wh.waited_s.toFixed(1)} s after the load; ${wh.received.duplicates} duplicates   ${check('webhooks')}`,
+  );
+  lines.push(
+    `            ${lag}; signatures verified ${wh.received.verified}, bad ${wh.received.badSignatures}; ` +
+      `in the window ${wh.window_delivered_per_s === null ? '?' : wh.window_delivered_per_s.toFixed(1)} delivered/s for ${wh.window_events_per_s.toFixed(1)} events/s`,
+  );
+  lines.push(`  mail: ${se.mail.rows} rows for ${se.mail.expected} completed orders (${fmtCounts(se.mail.by_status)})   ${check('mail')}`);
+  lines.push(bar);
   const srv = res.server;
   lines.push(
-    `server main thread busy: ${srv.main_thread_utilization === null ? '?' : `${(srv.main_thread_utilization * 100).toFixed(0)}%`}` +
+    `server main thread busy: ${pct(srv.main_thread_utilization)}, CPU ${srv.server_thread_cpu_cores === null ? '?' : `${srv.server_thread_cpu_cores.toFixed(2)} cores`}` +
+      ` (${srv.server_cpu_ms_per_flow ?? '?'} ms CPU per funnel)` +
       `    process CPU: ${srv.process_cpu_cores === null ? '?' : `${srv.process_cpu_cores.toFixed(2)} cores`}` +
-      `    db pool waiting (max): ${srv.db_pool_waiting_max}` +
-      `    SQL statements/flow: ${srv.db_statements_per_flow ?? '?'}`,
+      `    machine CPU: ${srv.machine_cpu_cores === null ? '?' : `${srv.machine_cpu_cores.toFixed(2)} of ${r.machine.cpus} cores`}`,
+  );
+  lines.push(
+    `other threads busy: driver ${pct(srv.thread_utilization.driver)}, sandbox ${pct(srv.thread_utilization.sandbox)}, receiver ${pct(srv.thread_utilization.receiver)}` +
+      `    db pool waiting (max): ${srv.db_pool_waiting_max}    SQL statements/funnel (API + outbox worker): ${srv.db_statements_per_flow ?? '?'}`,
   );
   if (res.database_rows) lines.push(`rows written (incl. warm-up): ${res.database_rows.orders} orders, ${res.database_rows.transactions} transactions`);
-  lines.push(`result: ${r.passed ? 'PASS' : `FAIL: ${r.failure}`}${file ? `    report: ${path.relative(process.cwd(), file)}` : ''}`);
+  if (res.profile) {
+    const p = res.profile;
+    lines.push(`server-thread CPU profile (${p.total_ms.toFixed(0)} ms self time, idle excluded): ${path.relative(process.cwd(), p.file)}`);
+    lines.push(
+      `  by group: app code ${(p.app_code.share * 100).toFixed(1)}%; ` +
+        p.groups
+          .filter((g) => g.share >= 0.005)
+          .map((g) => `${g.group} ${(g.share * 100).toFixed(1)}%`)
+          .join(', '),
+    );
+    lines.push(`  top: ${p.top_functions.slice(0, 8).map((f) => `${f.function} (${f.where}) ${(f.share * 100).toFixed(1)}%`).join('; ')}`);
+  }
+  const failedChecks = res.checks.filter((c) => !c.ok);
+  lines.push(
+    `result: ${r.passed ? 'OK (correct run)' : `FAIL: ${r.failure}`}    targets: ${r.targets.all_met ? 'all met' : 'BELOW TARGET'}` +
+      `${file ? `    report: ${path.relative(process.cwd(), file)}` : ''}`,
+  );
+  for (const c of failedChecks) lines.push(`  ${c.name}: ${c.detail}`);
   lines.push(bar);
   process.stdout.write(lines.join('\n') + '\n');
 }
 
-// ---------------------------------------------------------------------------------- main
+// ---------------------------------------------------------------------------------- threads and gauges
 
-async function runDriver(
+type DriverResult = Extract<DriverMessage, { type: 'result' }>;
+
+function runDriver(
   input: DriverInput,
+  onStart: (worker: Worker) => void,
   onPhase: (phase: 'measure' | 'drain' | 'done') => void,
   onProgress: (m: Extract<DriverMessage, { type: 'progress' }>) => void,
   registerStop: (stop: () => void) => void,
-): Promise<Extract<DriverMessage, { type: 'result' }>> {
-  // Worker threads do not inherit tsx's loader on Node 20: the thread registers it itself.
-  const tsxApi = import.meta.resolve('tsx/esm/api');
-  const target = new URL('./driver.ts', import.meta.url).href;
-  const boot = `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => tsImport(${JSON.stringify(target)}, ${JSON.stringify(import.meta.url)}))`;
-  const worker = new Worker(boot, { eval: true, workerData: input });
+): Promise<DriverResult> {
+  const worker = startTsWorker('./driver.ts', input);
+  onStart(worker);
   registerStop(() => worker.postMessage({ type: 'stop' }));
   return new Promise((resolve, reject) => {
-    let result: Extract<DriverMessage, { type: 'result' }> | undefined;
+    let result: DriverResult | undefined;
     worker.on('message', (m: DriverMessage) => {
       if (m.type === 'phase') onPhase(m.phase);
       else if (m.type === 'progress') onProgress(m);
@@ -276,6 +414,65 @@ async function runDriver(
     });
   });
 }
+
+/** CPU time of the whole machine (all processes), ms, busy and total, from os.cpus(). */
+function machineCpu(): { busy: number; total: number } {
+  let busy = 0;
+  let all = 0;
+  for (const c of os.cpus()) {
+    const t = c.times;
+    const sum = t.user + t.nice + t.sys + t.idle + t.irq;
+    all += sum;
+    busy += sum - t.idle;
+  }
+  return { busy, total: all };
+}
+
+/**
+ * CPU time (user + system, ms) of this process's main thread — the server — from
+ * /proc/self/task/<pid>/stat (Linux; clock ticks of 10 ms). Null elsewhere.
+ */
+function mainThreadCpuMs(): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based) → indexes 11 and 12 here.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/** A thread's event-loop utilisation since `since`, or null when it is gone. */
+function threadElu(worker: Worker | undefined, since: EventLoopUtilization | undefined): number | null {
+  if (!worker || !since) return null;
+  try {
+    return Math.round(worker.performance.eventLoopUtilization(since).utilization * 1000) / 1000;
+  } catch {
+    return null;
+  }
+}
+
+async function receiverStats(receiver: Worker): Promise<ReceiverStats> {
+  const answer = nextMessage<{ type: 'stats'; stats: ReceiverStats }>(receiver, 'stats', 10_000);
+  receiver.postMessage({ type: 'stats' });
+  return (await answer).stats;
+}
+
+/** Ends a helper thread: asks it to close (answered by `answerType`), terminates it if it does not. */
+async function closeThread(worker: Worker | undefined, message: string, answerType: string): Promise<void> {
+  if (!worker) return;
+  try {
+    const answered = nextMessage(worker, answerType, 5_000);
+    worker.postMessage({ type: message });
+    await answered;
+  } catch {
+    // It exited already, or did not answer in time.
+  }
+  await worker.terminate();
+}
+
+// ---------------------------------------------------------------------------------- main
 
 async function main(): Promise<number> {
   let opts: Options | 'help';
@@ -301,6 +498,10 @@ async function main(): Promise<number> {
   let tmpDir: string | undefined;
   let rt: Runtime | undefined;
   let app: Http | undefined;
+  let outboxWorker: RunningWorker | undefined;
+  let sandboxThread: Worker | undefined;
+  let receiverThread: Worker | undefined;
+  let receiverFinal: ReceiverFinal | undefined;
   let stopDriver: (() => void) | undefined;
   let interrupted = false;
   const onSignal = (signal: string) => {
@@ -317,24 +518,41 @@ async function main(): Promise<number> {
       log(`creating a fresh database at ${redactUrl(databaseUrl)}`);
       await recreateDatabase(databaseUrl, false);
     }
-    if (!databaseUrl) {
-      tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-bench-'));
-      process.env.CHECKSTAND_DATA_DIR = tmpDir;
-    }
+    // A temporary data dir in both modes: the embedded database (PGlite) and the outbox's mail
+    // files (no SMTP_URL: each mail is written to DATA_DIR/mail/<id>.eml). Removed afterwards.
+    tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-bench-'));
+
+    // The card gateway and the webhook receiver, each on its own thread and loopback port.
+    sandboxThread = startTsWorker('./sandbox-thread.ts', { slowMs: 2000 });
+    receiverThread = startTsWorker('./receiver.ts', null);
+    const [sandboxReady, receiverReady] = await Promise.all([
+      nextMessage<{ type: 'ready'; url: string }>(sandboxThread, 'ready'),
+      nextMessage<{ type: 'ready'; url: string }>(receiverThread, 'ready'),
+    ]);
+    const sandboxUrl = sandboxReady.url;
+
     const base = loadConfig();
     const config = {
       ...base,
+      dataDir: tmpDir,
       host: '127.0.0.1',
       port: 0,
       logLevel: 'warn',
-      // A throwaway key, so nothing is written to ./data when running on PostgreSQL.
+      // A throwaway key, so nothing is written to ./data.
       secretKey: base.secretKey ?? randomBytes(32).toString('hex'),
+      // The receiver is on loopback, which the SSRF guard refuses otherwise.
+      webhookAllowPrivateTargets: true,
     };
     const logger = createLogger('warn');
-    log(`starting the server on ${kind}${tmpDir ? ` (data dir ${tmpDir})` : ` (${redactUrl(databaseUrl!)})`}`);
+    log(`starting the server on ${kind}${databaseUrl ? ` (${redactUrl(databaseUrl)})` : ` (data dir ${tmpDir})`}; sandbox ${sandboxUrl}; receiver ${receiverReady.url}`);
     const t = performance.now();
     rt = await openRuntime({ config, log: logger });
-    const seed = await seedDemo(rt.ctx);
+    const seed = await seedDemo(rt.ctx, { sandboxUrl });
+    if (!seed.gateway_id) throw new Error('seedDemo created no gateway');
+    const gatewayRow = await rt.ctx.store.run((db) => rt!.ctx.services.gateways.findGateway(db, seed.team_id, seed.gateway_id!));
+    if (!gatewayRow) throw new Error('the demo gateway is not readable');
+    const securityKey = rt.ctx.services.gateways.account(gatewayRow).credentials.security_key;
+    if (!securityKey) throw new Error('the demo gateway has no security_key');
     app = await buildServer(rt.ctx, logger);
     await app.listen({ host: '127.0.0.1', port: 0 });
     const addr = app.server.address();
@@ -342,24 +560,41 @@ async function main(): Promise<number> {
     const baseUrl = `http://127.0.0.1:${addr.port}`;
     const health = await fetch(`${baseUrl}/readyz`);
     if (health.status !== 200) throw new Error(`GET /readyz answered ${health.status}: ${await health.text()}`);
+
+    // The merchant registers its receiver through the API, as a merchant would.
+    const reg = await fetch(`${baseUrl}/v1/webhook-endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${seed.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: receiverReady.url, description: 'bench receiver', event_types: WEBHOOK_TYPES }),
+    });
+    const regBody = (await reg.json()) as { data?: { id?: string; secret?: string } };
+    if (reg.status !== 201 || !regBody.data?.secret || !regBody.data.id) throw new Error(`POST /v1/webhook-endpoints answered ${reg.status}: ${JSON.stringify(regBody).slice(0, 300)}`);
+    const endpointId = regBody.data.id;
+    receiverThread.postMessage({ type: 'secret', secret: regBody.data.secret });
+
+    // The outbox worker on the server's thread, as `checkstand start` / `serve --with-worker` runs it.
+    outboxWorker = startWorker(rt.ctx, logger, { schedules: [], pollMs: 50 });
+
     let serverVersion: string | null = null;
     if (kind === 'postgres') {
       const r = await rt.ctx.store.run((db) => sql<{ v: string }>`show server_version`.execute(db));
       serverVersion = r.rows[0]?.v ?? null;
     }
-    log(`server ready at ${baseUrl} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, offer ${seed.offers.serum}`);
+    log(`server ready at ${baseUrl} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, gateway ${seed.gateway_id}, webhook endpoint ${endpointId}`);
     log(
-      `load: ${opts.concurrency} concurrent flows, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
-        `progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}`,
+      `load: ${opts.concurrency} concurrent funnels, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
+        `progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? '; profiling the server thread' : ''}`,
     );
 
     const serumOffer = seed.offers.serum;
-    if (!serumOffer) throw new Error('seedDemo returned no serum offer');
+    const guideUpsell = seed.upsells[1];
+    if (!serumOffer || !guideUpsell) throw new Error('seedDemo returned no serum offer or no step-2 upsell');
     const input: DriverInput = {
       baseUrl,
       token: seed.token,
       campaignId: seed.campaign_id,
       offerId: serumOffer,
+      upsellId: guideUpsell.upsell_id,
       concurrency: opts.concurrency,
       warmupMs: opts.warmupS * 1000,
       durationMs: opts.durationS * 1000,
@@ -369,11 +604,16 @@ async function main(): Promise<number> {
       runId: randomBytes(4).toString('hex'),
     };
 
-    // Server-side gauges over the measured window: main-thread utilisation, process CPU, pool queue.
+    // Gauges over the measured window: thread utilisation, process and machine CPU, pool queue.
+    let driverThread: Worker | undefined;
     let eluStart: EventLoopUtilization | undefined;
     let eluWindow: EventLoopUtilization | undefined;
-    let cpuStart: { usage: NodeJS.CpuUsage; at: number } | undefined;
+    const threadEluStart: { driver?: EventLoopUtilization; sandbox?: EventLoopUtilization; receiver?: EventLoopUtilization } = {};
+    const threadEluWindow: Report['results']['server']['thread_utilization'] = { driver: null, sandbox: null, receiver: null };
+    let cpuStart: { usage: NodeJS.CpuUsage; machine: { busy: number; total: number }; mainMs: number | null; at: number } | undefined;
     let cpuCores: number | null = null;
+    let mainCores: number | null = null;
+    let machineCores: number | null = null;
     let lastElu = performance.eventLoopUtilization();
     let poolWaitingMax = 0;
     const pool = rt.ctx.store.pool;
@@ -394,30 +634,56 @@ async function main(): Promise<number> {
     const poolSampler = setInterval(() => {
       poolWaitingMax = Math.max(poolWaitingMax, pool.waitingCount);
     }, 50);
+    // Webhooks received at the window's edges, for the delivery rate during the load.
+    let receivedAtStart: Promise<number> | undefined;
+    let receivedAtEnd: Promise<number> | undefined;
+    const profiler = opts.profile ? new Profiler() : undefined;
+    let profileStarted: Promise<void> | undefined;
+    let profileStopped: Promise<CpuProfile | null> | undefined;
+    const receiver = receiverThread;
+    const uniqueNow = () => receiverStats(receiver).then((s) => s.unique, () => -1);
 
-    let result: Extract<DriverMessage, { type: 'result' }>;
+    let result: DriverResult;
     try {
       result = await runDriver(
         input,
+        (w) => {
+          driverThread = w;
+        },
         (phase) => {
           if (phase === 'measure') {
             eluStart = performance.eventLoopUtilization();
-            cpuStart = { usage: process.cpuUsage(), at: performance.now() };
+            threadEluStart.driver = driverThread?.performance.eventLoopUtilization();
+            threadEluStart.sandbox = sandboxThread?.performance.eventLoopUtilization();
+            threadEluStart.receiver = receiverThread?.performance.eventLoopUtilization();
+            cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), mainMs: mainThreadCpuMs(), at: performance.now() };
             poolWaitingMax = 0;
             dbStatementsAtStart = dbStatements;
+            receivedAtStart = uniqueNow();
+            if (profiler) profileStarted = profiler.start();
           } else if (phase === 'drain' && eluStart && cpuStart && !eluWindow) {
             eluWindow = performance.eventLoopUtilization(eluStart);
+            threadEluWindow.driver = threadElu(driverThread, threadEluStart.driver);
+            threadEluWindow.sandbox = threadElu(sandboxThread, threadEluStart.sandbox);
+            threadEluWindow.receiver = threadElu(receiverThread, threadEluStart.receiver);
+            const wallMs = performance.now() - cpuStart.at;
             const used = process.cpuUsage(cpuStart.usage);
-            cpuCores = (used.user + used.system) / 1000 / (performance.now() - cpuStart.at);
+            cpuCores = (used.user + used.system) / 1000 / wallMs;
+            const m = machineCpu();
+            machineCores = (m.busy - cpuStart.machine.busy) / wallMs;
+            const mainMs = mainThreadCpuMs();
+            mainCores = mainMs !== null && cpuStart.mainMs !== null ? (mainMs - cpuStart.mainMs) / wallMs : null;
             dbStatementsInWindow = dbStatements - dbStatementsAtStart;
+            receivedAtEnd = uniqueNow();
+            if (profiler) profileStopped = (profileStarted ?? Promise.resolve()).then(() => profiler.stop());
           }
         },
         (p) => {
           const elu = performance.eventLoopUtilization(lastElu);
           lastElu = performance.eventLoopUtilization();
           log(
-            `${pad(p.elapsedS.toFixed(1), 5)} s  ${pad(p.phase, 7, true)} flows ${pad(p.flowsDone, 6)}  ` +
-              `${pad(p.intervalFlowsPerS.toFixed(1), 6)} flows/s  p50 ${pad(p.intervalP50Ms.toFixed(0), 4)} ms  p99 ${pad(p.intervalP99Ms.toFixed(0), 5)} ms  ` +
+            `${pad(p.elapsedS.toFixed(1), 5)} s  ${pad(p.phase, 7, true)} funnels ${pad(p.flowsDone, 6)}  ` +
+              `${pad(p.intervalFlowsPerS.toFixed(1), 6)}/s  p50 ${pad(p.intervalP50Ms.toFixed(0), 4)} ms  p99 ${pad(p.intervalP99Ms.toFixed(0), 5)} ms  ` +
               `errors ${p.errors}  in flight ${p.inFlight}  server busy ${(elu.utilization * 100).toFixed(0)}%  db waiting ${pool.waitingCount}/${pool.totalCount}`,
           );
         },
@@ -429,18 +695,70 @@ async function main(): Promise<number> {
     } finally {
       clearInterval(poolSampler);
     }
-
-    let databaseRows: Report['results']['database_rows'] = null;
+    const loadEndedAt = performance.now();
+    let profile: CpuProfile | null = null;
     try {
-      const rows = await rt.ctx.store.run((db) =>
-        sql<{ orders: number; transactions: number }>`select
-            (select count(*)::int from orders where team_id = ${seed.team_id}) as orders,
-            (select count(*)::int from transactions where team_id = ${seed.team_id}) as transactions`.execute(db),
-      );
-      databaseRows = rows.rows[0] ?? null;
+      profile = (await profileStopped) ?? null;
     } catch (err) {
-      log(`could not count the rows written: ${(err as Error).message}`);
+      log(`the CPU profile failed: ${(err as Error).message}`);
     }
+
+    // ------------------------------------------------------------------ webhooks: wait for the outbox to drain
+    const store = rt.ctx.store;
+    const outboxDeliveries = async () => {
+      const r = await store.run((db) =>
+        sql<{ status: string; n: number }>`select status, count(*)::int as n from webhook_deliveries where endpoint_id = ${endpointId} group by status`.execute(db),
+      );
+      return Object.fromEntries(r.rows.map((x) => [x.status, x.n])) as Record<string, number>;
+    };
+    const expectedWebhooks = total(await outboxDeliveries());
+    let stats = await receiverStats(receiverThread);
+    const waitStarted = performance.now();
+    let lastLine = waitStarted;
+    let lastUnique = stats.unique;
+    if (stats.unique < expectedWebhooks) log(`load done; waiting up to ${opts.webhookWaitS} s for the worker to deliver ${expectedWebhooks - stats.unique} more webhooks`);
+    while (stats.unique < expectedWebhooks && !interrupted && performance.now() - waitStarted < opts.webhookWaitS * 1000) {
+      await new Promise((r) => setTimeout(r, 200));
+      stats = await receiverStats(receiverThread);
+      const now = performance.now();
+      if (now - lastLine >= Math.min(2000, opts.progressS * 1000)) {
+        const byStatus = await outboxDeliveries();
+        log(
+          `  webhooks ${stats.unique}/${expectedWebhooks} delivered  ${(((stats.unique - lastUnique) * 1000) / (now - lastLine)).toFixed(0)}/s  ` +
+            `outbox: ${fmtCounts(byStatus)}  (${((now - waitStarted) / 1000).toFixed(1)} s)`,
+        );
+        lastLine = now;
+        lastUnique = stats.unique;
+      }
+    }
+    // From the end of the load to the last webhook (or to giving up).
+    const waitedS = (performance.now() - loadEndedAt) / 1000;
+    // Stop the worker (it finishes what it holds), then collect the receiver's final numbers.
+    await outboxWorker.stop();
+    outboxWorker = undefined;
+    const deliveriesByStatus = await outboxDeliveries();
+    {
+      const answered = nextMessage<{ type: 'final'; stats: ReceiverFinal }>(receiverThread, 'final', 10_000);
+      receiverThread.postMessage({ type: 'final' });
+      receiverFinal = (await answered).stats;
+    }
+
+    // ------------------------------------------------------------------ the sandbox's ledger and the database
+    const ledgerRes = await fetch(`${sandboxUrl}/sandbox/nmi/ledger?security_key=${encodeURIComponent(securityKey)}`);
+    if (ledgerRes.status !== 200) throw new Error(`GET /sandbox/nmi/ledger answered ${ledgerRes.status}`);
+    const ledger = (await ledgerRes.json()) as { transactions: unknown[]; summary: { approved_sales: number; charged_minor: number } };
+
+    const counts = await store.run((db) =>
+      sql<{ orders: number; transactions: number; approved_sales: number; mail: Record<string, number> | null; events: Record<string, number> | null }>`select
+          (select count(*)::int from orders where team_id = ${seed.team_id}) as orders,
+          (select count(*)::int from transactions where team_id = ${seed.team_id}) as transactions,
+          (select count(*)::int from transactions where team_id = ${seed.team_id} and type = 'sale' and status = 'approved') as approved_sales,
+          (select jsonb_object_agg(status, n) from (select status, count(*)::int as n from mail_messages where team_id = ${seed.team_id} group by status) m) as mail,
+          (select jsonb_object_agg(type, n) from (select type, count(*)::int as n from events where team_id = ${seed.team_id} and type in (${sql.join([...WEBHOOK_TYPES])}) group by type) e) as events`.execute(db),
+    );
+    const c = counts.rows[0]!;
+    const mailByStatus = c.mail ?? {};
+    const eventsByType = c.events ?? {};
 
     // ------------------------------------------------------------------ numbers
     const windowMs = result.measuredMs;
@@ -453,19 +771,82 @@ async function main(): Promise<number> {
       endpoints[e] = { ...summarize(s.latencies, windowMs), statuses: s.statuses, outcomes: s.outcomes, errors: s.errors };
       requests += s.latencies.length;
       errors += total(s.errors);
-      for (const [status, n] of Object.entries(s.errors)) errorsByStatus[`${e} ${status}`] = n;
+      for (const [status, n] of Object.entries(s.errors)) errorsByStatus[`${STEP_NAMES[e]} ${status}`] = n;
     }
     const errorRate = requests > 0 ? errors / requests : 0;
     const flowsPerS = windowMs > 0 ? (result.flowsCompleted * 1000) / windowMs : 0;
 
+    // Targets: reported, never a failure.
+    const targetRate = TARGETS.funnels_per_s[kind];
+    const p99Targets: Record<string, TargetResult> = {};
+    for (const e of ENDPOINTS) {
+      const p99 = endpoints[e]!.p99_ms;
+      p99Targets[STEP_NAMES[e]] = { target: `p99 < ${TARGETS.p99_ms_per_call} ms`, measured: `${p99.toFixed(1)} ms`, met: endpoints[e]!.count > 0 && p99 < TARGETS.p99_ms_per_call };
+    }
+    const rateTarget: TargetResult = { target: `≥ ${targetRate} funnels/s (${kind})`, measured: `${flowsPerS.toFixed(1)}/s`, met: flowsPerS >= targetRate };
+
+    // Correctness: every side effect must match what the API answered over the whole run. An
+    // answer that never came (network error, timeout) or a 5xx leaves its effect unknown, so it
+    // widens the accepted range by one.
+    const T = (e: Endpoint) => result.totals[e];
+    const pay = T('POST /checkout/orders/payment');
+    const upsell = T('POST /checkout/orders/upsell');
+    const complete = T('POST /checkout/orders/complete');
+    const within = (value: number, expected: number, slack: number) => value >= expected && value <= expected + slack;
+    const checks: Check[] = [];
+    const expectedSales = pay.ok + upsell.ok;
+    const salesSlack = pay.ambiguous + upsell.ambiguous;
+    checks.push({
+      name: 'sandbox ledger',
+      ok: within(ledger.summary.approved_sales, expectedSales, salesSlack) && ledger.summary.approved_sales === c.approved_sales,
+      detail:
+        `the sandbox ledger holds ${ledger.summary.approved_sales} approved sales and the database ${c.approved_sales}, ` +
+        `for ${expectedSales} approved answers (pay ${pay.ok} + upsell ${upsell.ok}${salesSlack ? `, +${salesSlack} unanswered` : ''})`,
+    });
+    const expectedEvents = upsell.ok + complete.ok;
+    const eventSlack = upsell.ambiguous + complete.ambiguous;
+    const rcv = receiverFinal;
+    const webhookProblems: string[] = [];
+    if (!within(expectedWebhooks, expectedEvents, eventSlack))
+      webhookProblems.push(`the outbox holds ${expectedWebhooks} deliveries for ${expectedEvents} answers that emit one (upsell ${upsell.ok} + complete ${complete.ok})`);
+    if (rcv.unique !== expectedWebhooks)
+      webhookProblems.push(
+        `the receiver got ${rcv.unique} of ${expectedWebhooks} after waiting ${opts.webhookWaitS} s (outbox: ${fmtCounts(deliveriesByStatus)}` +
+          `${(deliveriesByStatus.pending ?? 0) > 0 ? '; pending ones mean the worker is behind: try a longer --webhook-wait' : ''})`,
+      );
+    if (rcv.badSignatures > 0 || rcv.malformed > 0) webhookProblems.push(`${rcv.badSignatures} bad signatures, ${rcv.malformed} malformed deliveries: ${rcv.firstBad.slice(0, 3).join(' | ')}`);
+    checks.push({ name: 'webhooks', ok: webhookProblems.length === 0, detail: webhookProblems.join('; ') || 'every delivery arrived, signed' });
+    const mailRows = total(mailByStatus);
+    const mailProblems: string[] = [];
+    if (!within(mailRows, complete.ok, complete.ambiguous)) mailProblems.push(`${mailRows} mail rows for ${complete.ok} completed orders`);
+    if ((mailByStatus.failed ?? 0) > 0) mailProblems.push(`${mailByStatus.failed} mails failed to send`);
+    checks.push({ name: 'mail', ok: mailProblems.length === 0, detail: mailProblems.join('; ') || 'one purchase mail per completed order' });
+
     let failure: string | null = null;
     if (interrupted) failure = 'interrupted';
-    else if (result.flowsCompleted === 0) failure = 'no flow completed';
+    else if (result.flowsCompleted === 0) failure = 'no funnel completed';
     else if (errorRate > opts.maxErrorRate) failure = `error rate ${(errorRate * 100).toFixed(2)}% is above ${(opts.maxErrorRate * 100).toFixed(2)}%`;
+    else if (checks.some((x) => !x.ok)) failure = `correctness: ${checks.filter((x) => !x.ok).map((x) => x.name).join(', ')} mismatch`;
+
+    const { lagsMs, ...receivedStats } = rcv;
+    const sortedLags = Float64Array.from(lagsMs).sort();
+    const q = (p: number) => (sortedLags.length ? sortedLags[Math.min(sortedLags.length, Math.max(1, Math.ceil((p / 100) * sortedLags.length))) - 1]! : 0);
+    const [atStart, atEnd] = await Promise.all([receivedAtStart ?? Promise.resolve(-1), receivedAtEnd ?? Promise.resolve(-1)]);
+    const windowEvents = (endpoints['POST /checkout/orders/upsell']!.outcomes['200 added'] ?? 0) + (endpoints['POST /checkout/orders/complete']!.outcomes['200 completed'] ?? 0);
+
+    fs.mkdirSync(RESULTS_DIR, { recursive: true });
+    const stamp = startedAt.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
+    const file = path.join(RESULTS_DIR, `${stamp}-${kind}.json`);
+    let profileReport: Report['results']['profile'] = null;
+    if (profile) {
+      const profileFile = path.join(RESULTS_DIR, `${stamp}-${kind}.cpuprofile`);
+      writeProfile(profileFile, profile);
+      profileReport = { ...summarizeProfile(profile), file: profileFile };
+    }
 
     const report: Report = {
       kind: 'checkstand-bench',
-      version: 1,
+      version: 2,
       started_at: startedAt.toISOString(),
       finished_at: new Date().toISOString(),
       passed: failure === null,
@@ -484,10 +865,18 @@ async function main(): Promise<number> {
       database: { kind, server_version: serverVersion, url: databaseUrl ? redactUrl(databaseUrl) : null, pool_max: kind === 'pglite' ? 1 : config.dbPoolMax },
       parameters: {
         ...opts,
-        flow: ['POST /checkout/leads (new e-mail, serum offer)', 'POST /checkout/orders/payment (card)', 'GET /v1/orders/{order_number}'],
-        card: `4111…1111 exp ${benchCardExp()} cvv 123`,
-        client: 'Node global fetch (undici, keep-alive) in a worker thread; server on the main thread',
+        flow: [
+          'POST /checkout/leads (new e-mail, serum offer)',
+          'POST /checkout/orders/payment (card; sandbox NMI gateway over HTTP; expects 200 Payment approved.)',
+          `POST /checkout/orders/upsell (demo step-2 upsell ${guideUpsell.upsell_id}, quantity 1, saved card; expects 200)`,
+          'POST /checkout/orders/complete (expects 200, status completed)',
+        ],
+        card: `${SANDBOX_CARDS.approve.slice(0, 4)}…${SANDBOX_CARDS.approve.slice(-4)} exp ${benchCardExp()} cvv 123`,
+        client: 'Node global fetch (undici, keep-alive) in a worker thread',
+        threads: 'main: server + outbox worker (+ PGlite); worker threads: driver, sandbox (NMI gateway), webhook receiver',
+        worker: `startWorker(ctx, log, { schedules: [], pollMs: 50 }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`,
       },
+      targets: { funnels_per_s: rateTarget, p99_per_call: p99Targets, all_met: rateTarget.met && Object.values(p99Targets).every((x) => x.met) },
       results: {
         measured_s: Math.round(windowMs) / 1000,
         flows: {
@@ -506,21 +895,47 @@ async function main(): Promise<number> {
         },
         endpoints,
         warmup: result.warmup,
+        totals: Object.fromEntries(ENDPOINTS.map((e) => [STEP_NAMES[e], result.totals[e]])),
+        all_funnels_completed: result.allFlowsCompleted,
+        side_effects: {
+          sandbox_ledger: {
+            approved_sales: ledger.summary.approved_sales,
+            charged_minor: ledger.summary.charged_minor,
+            ledger_entries: ledger.transactions.length,
+            expected_approved_sales: expectedSales,
+            database_approved_sales: c.approved_sales,
+          },
+          webhooks: {
+            expected: expectedWebhooks,
+            outbox_deliveries: expectedWebhooks,
+            events_by_type: eventsByType,
+            received: receivedStats,
+            waited_s: Math.round(waitedS * 10) / 10,
+            deliveries_by_status: deliveriesByStatus,
+            lag_ms: sortedLags.length ? { p50: q(50), p90: q(90), p99: q(99), max: sortedLags[sortedLags.length - 1]! } : null,
+            window_delivered_per_s: atStart >= 0 && atEnd >= 0 && windowMs > 0 ? Math.round(((atEnd - atStart) * 10000) / windowMs) / 10 : null,
+            window_events_per_s: windowMs > 0 ? Math.round((windowEvents * 10000) / windowMs) / 10 : 0,
+          },
+          mail: { rows: mailRows, expected: complete.ok, by_status: mailByStatus },
+        },
+        checks,
         server: {
           main_thread_utilization: eluWindow ? Math.round(eluWindow.utilization * 1000) / 1000 : null,
+          thread_utilization: threadEluWindow,
+          server_thread_cpu_cores: mainCores === null ? null : Math.round(mainCores * 100) / 100,
+          server_cpu_ms_per_flow: mainCores !== null && result.flowsCompleted > 0 ? Math.round(((mainCores * windowMs) / result.flowsCompleted) * 10) / 10 : null,
           process_cpu_cores: cpuCores === null ? null : Math.round(cpuCores * 100) / 100,
+          machine_cpu_cores: machineCores === null ? null : Math.round(machineCores * 100) / 100,
           db_pool_waiting_max: poolWaitingMax,
           db_statements_per_flow:
             dbStatementsInWindow !== null && result.flowsCompleted > 0 ? Math.round((dbStatementsInWindow / result.flowsCompleted) * 10) / 10 : null,
         },
-        database_rows: databaseRows,
+        database_rows: { orders: c.orders, transactions: c.transactions },
+        profile: profileReport,
         first_errors: result.firstErrors,
       },
     };
 
-    fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    const stamp = startedAt.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
-    const file = path.join(RESULTS_DIR, `${stamp}-${kind}.json`);
     fs.writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
     printSummary(report, file);
     if (result.firstErrors.length) {
@@ -529,7 +944,13 @@ async function main(): Promise<number> {
     }
     return failure === null ? 0 : interrupted ? 130 : 1;
   } finally {
-    // Close in order: stop taking requests, close the database, then remove what we created.
+    // Close in order: the worker, then stop taking requests, close the database, the helper
+    // threads, then remove what we created.
+    try {
+      await outboxWorker?.stop();
+    } catch (err) {
+      log(`stopping the outbox worker failed: ${(err as Error).message}`);
+    }
     try {
       await app?.close();
     } catch (err) {
@@ -540,6 +961,9 @@ async function main(): Promise<number> {
     } catch (err) {
       log(`closing the database failed: ${(err as Error).message}`);
     }
+    await closeThread(sandboxThread, 'close', 'closed');
+    if (!receiverFinal) await closeThread(receiverThread, 'final', 'final');
+    else await receiverThread?.terminate();
     if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
     if (databaseUrl && opts.freshDb) {
       try {

@@ -1,7 +1,16 @@
-/** Shared types and arithmetic for the load driver (bench/driver.ts) and the runner (bench/run.ts). */
+/** Shared types and arithmetic for the bench threads (driver.ts, receiver.ts) and the runner (run.ts). */
 
-export const ENDPOINTS = ['POST /checkout/leads', 'POST /checkout/orders/payment', 'GET /v1/orders/{order_number}'] as const;
+/** The funnel's four calls, in order. */
+export const ENDPOINTS = ['POST /checkout/leads', 'POST /checkout/orders/payment', 'POST /checkout/orders/upsell', 'POST /checkout/orders/complete'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
+
+/** Short names for the report. */
+export const STEP_NAMES: Record<Endpoint, string> = {
+  'POST /checkout/leads': 'lead',
+  'POST /checkout/orders/payment': 'pay',
+  'POST /checkout/orders/upsell': 'upsell',
+  'POST /checkout/orders/complete': 'complete',
+};
 
 /** 12/30; a later year once 2030 has come, so the bench does not start failing on card expiry. */
 export function benchCardExp(now = new Date()): string {
@@ -15,12 +24,14 @@ export interface DriverInput {
   token: string;
   campaignId: string;
   offerId: string;
+  /** The demo's step-2 upsell (the $9 guide): a real charge on the saved card. */
+  upsellId: string;
   concurrency: number;
   warmupMs: number;
   durationMs: number;
   progressEveryMs: number;
   requestTimeoutMs: number;
-  /** Send an Idempotency-Key on both POSTs (off by default: the flow a plain funnel makes). */
+  /** Send an Idempotency-Key on every POST (off by default: the flow a plain funnel makes). */
   idempotencyKeys: boolean;
   /** Makes e-mails unique across runs against the same database. */
   runId: string;
@@ -34,8 +45,21 @@ export interface EndpointSamples {
   statuses: Record<string, number>;
   /** Answers that were not what the step expects (5xx, network failures, unexpected 4xx), by status. */
   errors: Record<string, number>;
-  /** Expected business outcomes, e.g. `402 payment_declined/no_route`, `201 created`. */
+  /** Expected business outcomes, e.g. `200 approved`, `201 created`. */
   outcomes: Record<string, number>;
+}
+
+/**
+ * Every answer of the whole run (warm-up, measured window and drain), per endpoint: what the
+ * server-side effects (sandbox charges, webhooks, mail) are checked against.
+ */
+export interface StepTotals {
+  /** Answers the step expects (for pay and upsell: approved charges; for complete: completed orders). */
+  ok: number;
+  /** Errors whose effect is unknown: no answer (network, timeout) or a 5xx. */
+  ambiguous: number;
+  /** Other errors (a 4xx the step does not expect, an unexpected body): nothing should have happened. */
+  refused: number;
 }
 
 export type DriverMessage =
@@ -62,8 +86,34 @@ export type DriverMessage =
       flowLatencies: number[];
       warmup: { flows: number; errors: number };
       endpoints: Record<Endpoint, EndpointSamples>;
+      /** Whole run, every phase. */
+      totals: Record<Endpoint, StepTotals>;
+      /** Funnels of every phase that got all four expected answers. */
+      allFlowsCompleted: number;
       firstErrors: string[];
     };
+
+/** What the webhook receiver thread reports (on request, and at the end with the lags). */
+export interface ReceiverStats {
+  /** POSTs received, duplicates included. */
+  received: number;
+  /** Distinct `webhook-id` values. */
+  unique: number;
+  /** Deliveries of a `webhook-id` already seen (at-least-once delivery; expected to be 0 here). */
+  duplicates: number;
+  byType: Record<string, number>;
+  /** Signatures checked with standardwebhooks' Webhook(secret).verify, and how many failed. */
+  verified: number;
+  badSignatures: number;
+  /** Requests that were not a well-formed webhook (no webhook-id, unparseable body). */
+  malformed: number;
+  firstBad: string[];
+}
+
+export interface ReceiverFinal extends ReceiverStats {
+  /** Per unique delivery: arrival time minus the event's `created_at`, ms. */
+  lagsMs: number[];
+}
 
 export interface LatencySummary {
   count: number;
