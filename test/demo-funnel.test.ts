@@ -8,6 +8,7 @@ import { buildServer } from '../src/app/server.ts';
 import type { Http } from '../src/app/http.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
+import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { DEMO_TOKEN_NAME, type DemoFunnelOptions, demoFunnelOptions, enableDemoFunnel } from '../web/demo/funnel.ts';
 import { ApiClient, startTestApp, type TestApp } from './support/harness.ts';
 
@@ -18,6 +19,51 @@ let options: DemoFunnelOptions;
 let demoServer: Http;
 /** The demo pages and their backend, as a browser reaches them: no token. */
 let browser: ApiClient;
+let demoUrl: string;
+/** The demo's 3-D Secure gateway: its sandbox api key and the webhook URL its view shows. */
+let threeds: { id: string; apiKey: string; webhookUrl: string };
+
+/** The sandbox's record of the demo 3-D Secure account. */
+async function ledger(): Promise<any> {
+  return (await fetch(`${sandbox.url}/3ds/sandbox/ledger?api_key=${encodeURIComponent(threeds.apiKey)}`)).json();
+}
+
+async function configureSandboxAccount(settings: Record<string, unknown>): Promise<void> {
+  const r = await fetch(`${sandbox.url}/3ds/sandbox/accounts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ api_key: threeds.apiKey, ...settings }),
+  });
+  expect(r.status, await r.text()).toBe(200);
+}
+
+/** A browser on the hosted page pressing one of its links: the sandbox's 302, not followed. */
+async function hostedPage(redirectUrl: string, result: 'success' | 'fail' | 'abandon'): Promise<URL> {
+  const page = await fetch(redirectUrl);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain('id="authenticate"');
+  const r = await fetch(`${redirectUrl}/complete?result=${result}`, { redirect: 'manual' });
+  expect(r.status).toBe(302);
+  return new URL(r.headers.get('location')!);
+}
+
+/** Lead, then Pay with 3-D Secure: the answer asks for the redirect. */
+async function leadAndPayThreeDs(email: string, card: string): Promise<{ orderNumber: string; redirectUrl: string; pay: any }> {
+  const lead = await browser.post('/demo/api/lead', { email, first_name: 'Ada', last_name: 'Lovelace' });
+  expect(lead.status, JSON.stringify(lead.body)).toBe(201);
+  const orderNumber = lead.body.data.order_number as string;
+  const pay = await browser.post('/demo/api/pay', {
+    order_number: orderNumber,
+    attempt_id: `attempt-${orderNumber.slice(-12)}`,
+    method: 'threeds',
+    risk_session_id: 'rs_demo_test',
+    card_number: card.replace(/(\d{4})(?=\d)/g, '$1 '),
+    card_exp: '12/30',
+    card_cvv: '123',
+    billing: { line1: '1 Main St', city: 'Springfield', postal_code: '12345', country: 'US' },
+  });
+  return { orderNumber, redirectUrl: pay.body?.data?.redirect_url, pay };
+}
 
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0, slowMs: 50 });
@@ -29,7 +75,10 @@ beforeAll(async () => {
   enableDemoFunnel(demoServer, options);
   await demoServer.listen({ host: '127.0.0.1', port: 0 });
   const addr = demoServer.server.address();
-  browser = new ApiClient(`http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, undefined);
+  demoUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  browser = new ApiClient(demoUrl, undefined);
+  const row = await app.ctx.store.run((db) => app.ctx.services.gateways.findGateway(db, seed.team_id, seed.threeds_gateway_id!));
+  threeds = { id: row!.id, apiKey: app.ctx.services.gateways.account(row!).credentials.api_key!, webhookUrl: app.ctx.services.gateways.gatewayView(row!).webhook_url! };
 });
 afterAll(async () => {
   await demoServer?.close();
@@ -121,6 +170,164 @@ describe('demo funnel', () => {
     expect(again.text).toBe(pay.text);
   });
 
+  it('seeds a 3-D Secure gateway on the sandbox and tells the sandbox where its webhooks go', async () => {
+    expect(seed.threeds_gateway_id).toMatch(/^gw_/);
+    expect(options.threeDsGatewayId).toBe(seed.threeds_gateway_id);
+    const merchant = new ApiClient(app.url, seed.token);
+    const gw = await merchant.get(`/v1/gateways/${seed.threeds_gateway_id}`);
+    expect(gw.status, JSON.stringify(gw.body)).toBe(200);
+    expect(gw.body.data).toMatchObject({
+      kind: 'threeds',
+      base_url: `${sandbox.url}/3ds`,
+      test_mode: true,
+      is_active: true,
+      risk_sdk_key: 'pk_test_demo',
+      webhook_secret_configured: true,
+      webhook_url: `${threeds.webhookUrl}`,
+    });
+    expect(threeds.apiKey).toMatch(/^sk_test_demo_[A-Za-z0-9]{24}$/);
+    // The campaign still pays through the NMI-compatible gateway.
+    expect((await merchant.get(`/v1/campaigns/${seed.campaign_id}`)).body.data.gateway_id).toBe(seed.gateway_id);
+    const account = (await ledger()).account;
+    expect(account).toMatchObject({ webhook_url: threeds.webhookUrl, webhook_secret_set: true });
+
+    // The test app's view shows port 0 (it listens on a port picked later): point the sandbox at
+    // where the app really is, as PUBLIC_BASE_URL would, so its signed webhooks arrive.
+    await configureSandboxAccount({ webhook_url: `${app.url}/webhooks/gateways/${threeds.id}`, webhook_retry_delays_ms: [0, 50, 100] });
+  });
+
+  it('offers "Card with 3-D Secure" with its own test cards', async () => {
+    const checkout = await browser.get('/demo', { accept: 'text/html' });
+    expect(checkout.text).toContain('Card (sandbox gateway)');
+    expect(checkout.text).toContain('Card with 3-D Secure (sandbox 3DS gateway)');
+    for (const number of Object.values(THREEDS_CARDS)) expect(checkout.text).toContain(`data-card="${number}"`);
+    const config = await browser.get('/demo/api/config');
+    expect(config.body.data.payment_methods).toEqual([
+      { id: 'card', label: 'Card (sandbox gateway)' },
+      { id: 'threeds', label: 'Card with 3-D Secure (sandbox 3DS gateway)' },
+    ]);
+    expect(config.body.data.threeds_test_cards.map((c: { number: string }) => c.number)).toEqual(Object.values(THREEDS_CARDS));
+    expect(config.body.data.threeds_test_cards).toContainEqual({ name: 'challenge', number: THREEDS_CARDS.challenge, effect: expect.stringMatching(/hosted 3-D Secure page/) });
+    const back = await browser.get('/demo/return?order_number=ord_x&payment_id=pay_x', { accept: 'text/html' });
+    expect(back.status).toBe(200);
+    expect(back.text).toContain('data-page="return"');
+    expect(back.text).not.toContain(options.token);
+  });
+
+  it('lead → pay with 3-D Secure → hosted page → /demo/return → capture 200 → upsell → complete', async () => {
+    const email = 'ada.3ds@example.com';
+    const { orderNumber, redirectUrl, pay } = await leadAndPayThreeDs(email, THREEDS_CARDS.challenge);
+    expect(pay.status, JSON.stringify(pay.body)).toBe(200);
+    expect(pay.body).toMatchObject({ success: true, data: { order_number: orderNumber, payment_status: 'pending_redirect', redirect_required: true } });
+    expect(redirectUrl).toMatch(new RegExp(`^${sandbox.url}/3ds/authenticate/pay_`));
+
+    // Nothing advances before Capture: no upsell, no completion.
+    expect((await browser.post('/demo/api/upsell', { order_number: orderNumber })).status).toBe(409);
+    expect((await browser.post('/demo/api/complete', { order_number: orderNumber })).status).toBe(409);
+
+    // The sandbox got what the demo sent: the 3-D Secure URLs back to this funnel, the risk session.
+    const sent = (await ledger()).payments.find((p: { id: string }) => redirectUrl.endsWith(`/${p.id}`));
+    expect(sent).toMatchObject({ status: 'requires_action', amount: 4395, currency: 'USD' });
+
+    // "Authenticate" sends the browser back to /demo/return with the gateway's payment id.
+    const back = await hostedPage(redirectUrl, 'success');
+    expect(`${back.origin}${back.pathname}`).toBe(`${demoUrl}/demo/return`);
+    expect(back.searchParams.get('order_number')).toBe(orderNumber);
+    const paymentId = back.searchParams.get('payment_id');
+    expect(paymentId).toBe(sent.id);
+    const page = await browser.get(`${back.pathname}${back.search}`, { accept: 'text/html' });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('data-page="return"');
+
+    // What that page does: Capture (200 whether it or the gateway's webhook got there first).
+    const capture = await browser.post('/demo/api/capture', { order_number: orderNumber, payment_id: paymentId });
+    expect(capture.status, JSON.stringify(capture.body)).toBe(200);
+    expect(capture.body).toMatchObject({ success: true, data: { order_number: orderNumber, payment_status: 'completed', status: 'completed' } });
+    expect(capture.body.message).toMatch(/^Payment (already )?captured\.$/);
+
+    // The one-click upsell on the card the 3-D Secure payment saved (merchant-initiated, no 3DS) …
+    const upsell = await browser.post('/demo/api/upsell', { order_number: orderNumber });
+    expect(upsell.status, JSON.stringify(upsell.body)).toBe(200);
+    expect(upsell.body.data.total).toBe(4395 + 900);
+    // … and Complete Order, which Capture already did: 200, nothing done twice.
+    const complete = await browser.post('/demo/api/complete', { order_number: orderNumber });
+    expect(complete.status, JSON.stringify(complete.body)).toBe(200);
+    expect(complete.body).toMatchObject({ success: true, data: { order_number: orderNumber, status: 'completed', payment_status: 'completed' } });
+    expect((await browser.post('/demo/api/capture', { order_number: orderNumber })).body.message).toBe('Payment already captured.');
+
+    const merchant = new ApiClient(app.url, seed.token);
+    const order = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(order).toMatchObject({ status: 'completed', payment_status: 'completed', is_test: true });
+    expect(order.lines).toHaveLength(2);
+    expect(order.transactions.map((t: { gateway_id: string }) => t.gateway_id)).toEqual([threeds.id, threeds.id]);
+    expect(order.events.filter((e: { type: string }) => e.type === 'order.completed')).toHaveLength(1);
+    const mail = await merchant.get(`/v1/mail?order_number=${orderNumber}`);
+    expect(mail.body.data).toEqual([expect.objectContaining({ kind: 'purchase_confirmation', to: email })]);
+    // The sandbox's signed PAYMENT_SUCCEEDED webhook reached the app (and changed nothing more).
+    await expect
+      .poll(async () => (await ledger()).events.find((e: { type: string; payment_id: string }) => e.type === 'PAYMENT_SUCCEEDED' && e.payment_id === paymentId)?.attempts.at(-1)?.status)
+      .toBe(200);
+  });
+
+  it('3-D Secure under review: capture answers 202 and nothing advances until the gateway approves', async () => {
+    await configureSandboxAccount({ review_ms: null });
+    try {
+      const { orderNumber, redirectUrl, pay } = await leadAndPayThreeDs('ada.review@example.com', THREEDS_CARDS.challengeThenReview);
+      expect(pay.body.data.redirect_required, JSON.stringify(pay.body)).toBe(true);
+      const back = await hostedPage(redirectUrl, 'success');
+      expect(back.pathname).toBe('/demo/return');
+      const paymentId = back.searchParams.get('payment_id')!;
+      const capture = await browser.post('/demo/api/capture', { order_number: orderNumber, payment_id: paymentId });
+      expect(capture.status, JSON.stringify(capture.body)).toBe(202);
+      expect(capture.body).toMatchObject({ success: true, data: { payment_status: 'pending_external_confirmation' } });
+      expect((await browser.post('/demo/api/upsell', { order_number: orderNumber })).status).toBe(409);
+      expect((await browser.post('/demo/api/capture', { order_number: orderNumber })).status).toBe(202);
+
+      // The bank approves: its webhook completes the order; Capture then answers 200.
+      const resolved = await fetch(`${sandbox.url}/3ds/sandbox/payments/${paymentId}/resolve`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ result: 'succeeded' }),
+      });
+      expect(resolved.status).toBe(200);
+      await expect.poll(async () => (await browser.post('/demo/api/capture', { order_number: orderNumber })).status).toBe(200);
+      const done = await browser.post('/demo/api/capture', { order_number: orderNumber });
+      expect(done.body).toMatchObject({ message: 'Payment already captured.', data: { status: 'completed', payment_status: 'completed' } });
+    } finally {
+      await configureSandboxAccount({ review_ms: 10_000 });
+    }
+  });
+
+  it('3-D Secure failed or abandoned: back on the cancel URL, Capture answers 422; a frictionless card needs no redirect', async () => {
+    for (const result of ['fail', 'abandon'] as const) {
+      const { orderNumber, redirectUrl } = await leadAndPayThreeDs(`ada.${result}@example.com`, THREEDS_CARDS.challenge);
+      const back = await hostedPage(redirectUrl, result);
+      expect(`${back.origin}${back.pathname}`).toBe(`${demoUrl}/demo`);
+      expect(back.searchParams.get('cancelled')).toBe('1');
+      expect(back.searchParams.get('order_number')).toBe(orderNumber);
+      expect((await browser.get(`${back.pathname}${back.search}`, { accept: 'text/html' })).status).toBe(200);
+      const capture = await browser.post('/demo/api/capture', { order_number: orderNumber, payment_id: back.searchParams.get('payment_id') });
+      expect(capture.body.success).toBe(false);
+      if (result === 'abandon') {
+        // Nothing decided: the payment still waits for the hosted page, the order for its payment.
+        expect(capture.status, JSON.stringify(capture.body)).toBe(422);
+        expect(capture.body).toMatchObject({ error: { code: 'payment_not_completed' }, data: { status: 'pending', payment_status: 'pending_redirect' } });
+      } else {
+        // Declined by Capture (422), or already by the gateway's PAYMENT_FAILED webhook (then nothing is left to capture: 404).
+        expect([422, 404], JSON.stringify(capture.body)).toContain(capture.status);
+        await expect.poll(async () => (await new ApiClient(app.url, seed.token).get(`/v1/orders/${orderNumber}`)).body.data.status).toBe('declined');
+      }
+    }
+
+    const { pay } = await leadAndPayThreeDs('ada.frictionless@example.com', THREEDS_CARDS.frictionless);
+    expect(pay.status, JSON.stringify(pay.body)).toBe(200);
+    expect(pay.body.data).toMatchObject({ payment_status: 'completed', redirect_required: false });
+
+    const declined = await leadAndPayThreeDs('ada.3ds-declined@example.com', THREEDS_CARDS.insufficientFunds);
+    expect(declined.pay.status).toBe(402);
+    expect(declined.pay.body.error).toMatchObject({ code: 'payment_declined' });
+  });
+
   it('refuses bad input before calling the API (422), and cannot be pointed at another campaign', async () => {
     const bad = await browser.post('/demo/api/lead', { email: 'not-an-email' });
     expect(bad.status).toBe(422);
@@ -134,8 +341,16 @@ describe('demo funnel', () => {
     try {
       const { token: _t, ...ids } = seed;
       fs.writeFileSync(path.join(dir, 'demo.json'), JSON.stringify(ids));
+      await configureSandboxAccount({ webhook_url: null });
       const later = await demoFunnelOptions({ ...app.ctx, config: { ...app.ctx.config, dataDir: dir } });
-      expect(later).toMatchObject({ campaignId: seed.campaign_id, offers: [seed.offers.serum], upsells: [seed.upsells[1]!.upsell_id, seed.upsells[0]!.upsell_id] });
+      expect(later).toMatchObject({
+        campaignId: seed.campaign_id,
+        offers: [seed.offers.serum],
+        upsells: [seed.upsells[1]!.upsell_id, seed.upsells[0]!.upsell_id],
+        threeDsGatewayId: seed.threeds_gateway_id,
+      });
+      // The sandbox forgets its accounts when it stops: a later start tells it again.
+      expect((await ledger()).account).toMatchObject({ webhook_url: threeds.webhookUrl, webhook_secret_set: true });
       expect(later!.token).not.toBe(options.token);
       const tokens = (await app.ctx.services.teams.listTokens(seed.team_id)).filter((t) => t.name === DEMO_TOKEN_NAME);
       expect(tokens.filter((t) => !t.revoked_at)).toHaveLength(1);
@@ -143,6 +358,12 @@ describe('demo funnel', () => {
       expect((await new ApiClient(app.url, later!.token).get('/v1/orders')).status).toBe(200);
 
       expect(await demoFunnelOptions({ ...app.ctx, config: { ...app.ctx.config, dataDir: path.join(dir, 'none') } })).toBeUndefined();
+
+      // A demo.json from before the 3-D Secure gateway: the card gateway only.
+      const { threeds_gateway_id: _g, ...older } = ids;
+      fs.writeFileSync(path.join(dir, 'demo.json'), JSON.stringify(older));
+      const old = await demoFunnelOptions({ ...app.ctx, config: { ...app.ctx.config, dataDir: dir } });
+      expect(old).toMatchObject({ campaignId: seed.campaign_id, threeDsGatewayId: undefined });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -6,6 +6,8 @@ export interface DemoSeed {
   token: string;
   campaign_id: string;
   gateway_id: string | null;
+  /** With `sandboxUrl`: a 3-D Secure gateway on the sandbox (`<sandbox url>/3ds`); the demo funnel offers it beside the card gateway. */
+  threeds_gateway_id: string | null;
   currency: string;
   products: Record<string, string>;
   offers: Record<string, string>;
@@ -13,11 +15,58 @@ export interface DemoSeed {
   coupon_code: string;
 }
 
+/** Where a warning goes: a pino logger, or by default stderr (never stdout: `seed --json` prints there). */
+export interface SeedLog {
+  warn(obj: object, msg: string): void;
+}
+
+const stderrLog: SeedLog = {
+  warn: (obj, msg) => console.warn(`checkstand: ${msg} ${JSON.stringify(obj)}`),
+};
+
+/**
+ * Tells the sandbox's 3-D Secure gateway where to send this gateway's signed webhooks: POST
+ * `{base_url}/sandbox/accounts` with the gateway's api key, its webhook secret and the webhook URL
+ * the gateway view shows (PUBLIC_BASE_URL or http://HOST:PORT). The sandbox keeps accounts in
+ * memory, so `npm start` does this again at each start. Never throws: without it the sandbox sends
+ * no webhooks, and Capture still settles every payment. True when the sandbox took it.
+ */
+export async function configureThreeDsSandboxAccount(ctx: AppContext, teamId: string, gatewayId: string, log: SeedLog = stderrLog): Promise<boolean> {
+  const { gateways } = ctx.services;
+  const row = await ctx.store.run((db) => gateways.findGateway(db, teamId, gatewayId));
+  if (!row || row.kind !== 'threeds') return false;
+  const view = gateways.gatewayView(row);
+  let credentials: Record<string, string | undefined>;
+  try {
+    credentials = gateways.account(row).credentials;
+  } catch (err) {
+    log.warn({ gateway_id: gatewayId, err: (err as Error).message }, 'the demo 3-D Secure gateway\'s credentials cannot be read; the sandbox will send no webhooks');
+    return false;
+  }
+  const url = `${row.base_url}/sandbox/accounts`;
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ api_key: credentials.api_key, webhook_url: view.webhook_url, webhook_secret: credentials.webhook_secret }),
+      signal: AbortSignal.timeout(3000),
+    });
+    await res.text();
+    if (res.ok) return true;
+    log.warn({ url, status: res.status }, 'the sandbox refused the 3-D Secure account settings; it will send no webhooks (Capture still completes payments)');
+  } catch (err) {
+    log.warn({ url, err: (err as Error).message }, 'the sandbox is not reachable to set up 3-D Secure webhooks (Capture still completes payments)');
+  }
+  return false;
+}
+
 /**
  * A demo team with a whole funnel: one campaign, a physical product, a subscription, a digital
- * upsell; with `sandboxUrl`, a test-mode card gateway on the sandbox as the campaign's gateway.
+ * upsell; with `sandboxUrl`, a test-mode card gateway on the sandbox as the campaign's gateway, and
+ * a test-mode 3-D Secure gateway on the sandbox's `/3ds` whose webhooks the sandbox is told to send
+ * here (when the sandbox is up; nothing fails when it is not).
  */
-export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandboxUrl?: string | undefined } = {}): Promise<DemoSeed> {
+export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandboxUrl?: string | undefined; log?: SeedLog } = {}): Promise<DemoSeed> {
   const { teams, catalog, gateways } = ctx.services;
   const team = await teams.createTeam(opts.teamName ?? 'Demo Store');
   const { secret } = await teams.createToken(team.id, 'demo');
@@ -31,6 +80,16 @@ export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandb
         is_active: true,
       })
     : null;
+  const threeds = opts.sandboxUrl
+    ? await gateways.createGateway(team.id, {
+        name: 'Sandbox 3-D Secure gateway',
+        kind: 'threeds',
+        base_url: `${opts.sandboxUrl.replace(/\/+$/, '')}/3ds`,
+        credentials: { api_key: `sk_test_demo_${randomToken(24)}`, risk_sdk_key: 'pk_test_demo', webhook_secret: `whsec_${randomToken(32)}` },
+        is_active: true,
+      })
+    : null;
+  if (threeds) await configureThreeDsSandboxAccount(ctx, team.id, threeds.id, opts.log);
   const campaign = await catalog.createCampaign(team.id, { name: 'Glow Serum funnel', currency: 'USD', ...(gateway ? { gateway_id: gateway.id } : {}) });
   const serum = await catalog.createProduct(team.id, { name: 'Glow Serum', sku: 'GLOW-30ML', description: '30 ml bottle' });
   const club = await catalog.createProduct(team.id, { name: 'Glow Refill Club', sku: 'GLOW-CLUB' });
@@ -77,6 +136,7 @@ export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandb
     token: secret,
     campaign_id: campaign.id,
     gateway_id: gateway?.id ?? null,
+    threeds_gateway_id: threeds?.id ?? null,
     currency: campaign.currency,
     products: { serum: serum.id, club: club.id, guide: guide.id },
     offers: { serum: serumOffer.id, club_trial: clubOffer.id, guide: guideOffer.id },

@@ -1,7 +1,8 @@
 /**
  * The demo funnel in a real browser: headless Chromium, driven by playwright-core, clicks through
  * /demo → /demo/upsell → /demo/thank-you against the real server (booted as in
- * test/demo-funnel.test.ts), and what the pages show is checked against the API.
+ * test/demo-funnel.test.ts), and what the pages show is checked against the API. With 3-D Secure:
+ * /demo → the sandbox's hosted page → /demo/return (Capture) → /demo/upsell → /demo/thank-you.
  *
  * Needs a Chromium binary: CHROMIUM_PATH, default /usr/bin/chromium (Debian's `chromium`).
  * Run with `npm run test:e2e`; `npm test` leaves this folder out. Screenshots go to
@@ -18,6 +19,7 @@ import { buildServer } from '../../src/app/server.ts';
 import type { Http } from '../../src/app/http.ts';
 import { SANDBOX_CARDS } from '../../src/sandbox/cards.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
+import { THREEDS_CARDS } from '../../src/sandbox/threeds-gateway.ts';
 import { type DemoFunnelOptions, demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
 import { ApiClient, startTestApp, type TestApp } from '../support/harness.ts';
 
@@ -62,6 +64,15 @@ beforeAll(async () => {
   const addr = demoServer.server.address();
   demoUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
   merchant = new ApiClient(app.url, seed.token);
+  // The app's gateway view shows port 0 here (the test app picks its port after the context is
+  // made): tell the sandbox where the app really is, so the 3-D Secure webhooks arrive as on `npm start`.
+  const gw = await app.ctx.store.run((db) => app.ctx.services.gateways.findGateway(db, seed.team_id, seed.threeds_gateway_id!));
+  const account = await fetch(`${sandbox.url}/3ds/sandbox/accounts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ api_key: app.ctx.services.gateways.account(gw!).credentials.api_key, webhook_url: `${app.url}/webhooks/gateways/${gw!.id}` }),
+  });
+  if (account.status !== 200) throw new Error(`the sandbox refused the account settings: ${account.status} ${await account.text()}`);
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
 });
 afterAll(async () => {
@@ -120,9 +131,9 @@ describe('demo funnel in Chromium', () => {
     expect(await page.locator('#product .price').textContent()).toBe(money(offer.price, currency));
 
     // Every sandbox test card is listed, clickable, with what it does.
-    const picks = page.locator('button.card-pick');
+    const picks = page.locator('#sandbox-cards button.card-pick');
     expect(await picks.allTextContents()).toEqual(Object.values(SANDBOX_CARDS).map(spaced));
-    const cardsTable = await page.locator('section.cards').innerText();
+    const cardsTable = await page.locator('section#sandbox-cards').innerText();
     expect(cardsTable).toContain('Declined: insufficient funds');
     expect(cardsTable).toContain('Approved');
     expect(await page.content()).not.toContain(options.token);
@@ -181,6 +192,147 @@ describe('demo funnel in Chromium', () => {
     expect(await message.getAttribute('class')).not.toContain('error');
     expect(await page.content()).not.toContain(options.token);
     expect(problems).toEqual([]);
+  });
+
+  it('Card with 3-D Secure (challenge card) → the hosted page → Authenticate → back to the upsell → thank-you, completed', async () => {
+    await openCheckout();
+    const form = page.locator('form#checkout');
+    const sandboxCards = page.locator('#sandbox-cards');
+    const threedsCards = page.locator('#threeds-cards');
+    expect(await sandboxCards.isVisible()).toBe(true);
+    expect(await threedsCards.isVisible()).toBe(false);
+
+    // Choosing 3-D Secure shows its test cards (and swaps the prefilled card for its challenge card).
+    await page.getByLabel('Card with 3-D Secure (sandbox 3DS gateway)').check();
+    expect(await threedsCards.isVisible()).toBe(true);
+    expect(await sandboxCards.isVisible()).toBe(false);
+    expect(await threedsCards.locator('button.card-pick').allTextContents()).toEqual(Object.values(THREEDS_CARDS).map(spaced));
+    expect(await form.locator('input[name=card_number]').inputValue()).toBe(spaced(THREEDS_CARDS.challenge));
+    await threedsCards.locator(`button.card-pick[data-card="${THREEDS_CARDS.frictionless}"]`).click();
+    expect(await form.locator('input[name=card_number]').inputValue()).toBe(spaced(THREEDS_CARDS.frictionless));
+    await threedsCards.locator(`button.card-pick[data-card="${THREEDS_CARDS.challenge}"]`).click();
+    expect(await form.locator('input[name=card_number]').inputValue()).toBe(spaced(THREEDS_CARDS.challenge));
+    const email = 'ada.3ds.e2e@example.com';
+    await form.locator('input[name=email]').fill(email);
+    await form.locator('input[name=first_name]').fill('Ada');
+    await form.locator('input[name=last_name]').fill('Secure');
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'threeds-checkout.png'), fullPage: true });
+
+    // Pay: the API asks for the redirect; the browser lands on the sandbox's hosted 3DS page.
+    await Promise.all([page.waitForURL(new RegExp(`^${sandbox.url}/3ds/authenticate/pay_`)), page.locator('#pay').click()]);
+    expect(await page.locator('h1').textContent()).toBe('3-D Secure check');
+    const total = 3900 + 495;
+    const hosted = await page.locator('body').innerText();
+    expect(hosted).toContain(`•••• ${THREEDS_CARDS.challenge.slice(-4)}`);
+    expect(hosted).toContain('43.95');
+    const hostedShot = path.join(SCREENSHOT_DIR, 'threeds-hosted-page.png');
+    await page.screenshot({ path: hostedShot, fullPage: true });
+    console.log(`screenshot: ${hostedShot}`);
+
+    // Authenticate → /demo/return (Capture) → the upsell page.
+    await Promise.all([page.waitForURL(`${demoUrl}/demo/upsell`), page.locator('#authenticate').click()]);
+    const config = (await new ApiClient(demoUrl, undefined).get('/demo/api/config')).body.data;
+    await expect.poll(() => page.locator('#upsell h1').textContent()).toBe(config.upsell.name);
+    const upsellShot = path.join(SCREENSHOT_DIR, 'threeds-upsell-after-return.png');
+    await page.screenshot({ path: upsellShot, fullPage: true });
+    console.log(`screenshot: ${upsellShot}`);
+    const orderNumber = await page.evaluate(() => (JSON.parse(window.sessionStorage.getItem('checkstand-demo-order') ?? 'null') as { order_number?: string } | null)?.order_number);
+    expect(orderNumber).toBeTruthy();
+    // Capture already completed the order (fulfillment, subscriptions, webhooks) before any upsell.
+    const captured = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(captured).toMatchObject({ status: 'completed', payment_status: 'completed', total });
+    expect(captured.events.map((e: { type: string }) => e.type)).toContain('payment.captured');
+
+    // Accept: the one-click upsell on the saved card, then Complete Order (idempotent: 200).
+    await Promise.all([page.waitForURL(`${demoUrl}/demo/thank-you`), page.locator('#accept').click()]);
+    const orderBox = page.locator('#order');
+    await orderBox.locator('table').waitFor();
+    expect(await orderBox.locator('p').first().textContent()).toBe(`Order ${orderNumber} · completed · test`);
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'threeds-thank-you.png'), fullPage: true });
+    const message = page.locator('#message');
+    expect(await message.getAttribute('class')).not.toContain('error');
+    expect(await message.innerText()).toContain('Upsell added.');
+
+    const order = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(order).toMatchObject({ status: 'completed', payment_status: 'completed', total: total + config.upsell.offer.price });
+    expect(order.customer.email).toBe(email);
+    expect(order.lines.map((l: { offer_id: string }) => l.offer_id)).toEqual([config.offers[0].id, config.upsell.offer.id]);
+    expect(order.transactions.every((t: { gateway_id: string }) => t.gateway_id === seed.threeds_gateway_id)).toBe(true);
+    expect(order.events.filter((e: { type: string }) => e.type === 'order.completed')).toHaveLength(1);
+    expect(await page.content()).not.toContain(options.token);
+    expect(problems).toEqual([]);
+  });
+
+  it('3-D Secure abandoned on the hosted page: back on the checkout, "cancelled — try again"', async () => {
+    await openCheckout();
+    await page.getByLabel('Card with 3-D Secure (sandbox 3DS gateway)').check();
+    const email = 'grace.3ds.e2e@example.com';
+    await page.locator('input[name=email]').fill(email);
+    await Promise.all([page.waitForURL(new RegExp(`^${sandbox.url}/3ds/authenticate/pay_`)), page.locator('#pay').click()]);
+    await Promise.all([page.waitForURL(/\/demo\?cancelled=1&/), page.locator('#abandon').click()]);
+
+    const message = page.locator('#message.error');
+    await message.waitFor();
+    expect(await message.innerText()).toBe('3-D Secure was cancelled — try again.');
+    // The page cleans its address (a reload asks nothing again) and keeps 3-D Secure chosen.
+    await expect.poll(() => page.url()).toBe(`${demoUrl}/demo`);
+    expect(await page.locator('input[name=method][value=threeds]').isChecked()).toBe(true);
+    expect(await page.locator('#pay').isEnabled()).toBe(true);
+    // Who is paying was kept across the round trip (the card number never is).
+    expect(await page.locator('input[name=email]').inputValue()).toBe(email);
+    expect(await page.evaluate(() => window.sessionStorage.getItem('checkstand-demo-form'))).toBeNull();
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'threeds-cancelled.png'), fullPage: true });
+
+    // Nothing was paid: the order still waits for its payment, no upsell was possible.
+    const list = await merchant.get(`/v1/orders?customer_email=${encodeURIComponent(email)}`);
+    expect(list.body.data).toEqual([expect.objectContaining({ status: 'pending', payment_status: 'pending_redirect' })]);
+    // The 422 of /demo/api/capture (Capture: "not completed") is the cancellation itself.
+    const capture = `${demoUrl}/demo/api/capture`;
+    expect(problems.filter((p) => p !== `HTTP 422: POST ${capture}` && !p.endsWith(`status of 422 (Unprocessable Entity) (${capture})`))).toEqual([]);
+  });
+
+  it('3-D Secure under review: /demo/return says so and moves on to the upsell only once the bank approves', async () => {
+    const gw = await app.ctx.store.run((db) => app.ctx.services.gateways.findGateway(db, seed.team_id, seed.threeds_gateway_id!));
+    const apiKey = app.ctx.services.gateways.account(gw!).credentials.api_key;
+    const reviewMs = (ms: number | null) =>
+      fetch(`${sandbox.url}/3ds/sandbox/accounts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ api_key: apiKey, review_ms: ms }) });
+    // The review waits for the control endpoint, not the sandbox's timer.
+    expect((await reviewMs(null)).status).toBe(200);
+    try {
+      await openCheckout();
+      await page.getByLabel('Card with 3-D Secure (sandbox 3DS gateway)').check();
+      await page.locator(`#threeds-cards button.card-pick[data-card="${THREEDS_CARDS.challengeThenReview}"]`).click();
+      await page.locator('input[name=email]').fill('alan.3ds.e2e@example.com');
+      await Promise.all([page.waitForURL(new RegExp(`^${sandbox.url}/3ds/authenticate/pay_`)), page.locator('#pay').click()]);
+      const paymentId = new URL(page.url()).pathname.split('/').pop()!;
+      await Promise.all([page.waitForURL(new RegExp(`^${demoUrl}/demo/return\\?`)), page.locator('#authenticate').click()]);
+
+      // Capture answered 202: a message and "Check again", no upsell.
+      const message = page.locator('#message');
+      await expect.poll(() => message.innerText()).toContain('under review');
+      expect(await message.getAttribute('class')).not.toContain('error');
+      expect(await page.locator('#check').isVisible()).toBe(true);
+      await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'threeds-under-review.png'), fullPage: true });
+      await page.locator('#check').click();
+      await expect.poll(() => page.locator('#check').isEnabled()).toBe(true);
+      expect(page.url()).toMatch(new RegExp(`^${demoUrl}/demo/return\\?`));
+
+      // The bank approves (its webhook completes the order); the next check moves on.
+      const resolved = await fetch(`${sandbox.url}/3ds/sandbox/payments/${paymentId}/resolve`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ result: 'succeeded' }),
+      });
+      expect(resolved.status).toBe(200);
+      await Promise.all([page.waitForURL(`${demoUrl}/demo/upsell`), page.locator('#check').click()]);
+      await Promise.all([page.waitForURL(`${demoUrl}/demo/thank-you`), page.locator('#decline').click()]);
+      const orderBox = page.locator('#order');
+      await orderBox.locator('table').waitFor();
+      expect(await orderBox.locator('p').first().textContent()).toMatch(/^Order \S+ · completed · test$/);
+      expect(problems).toEqual([]);
+    } finally {
+      await reviewMs(10_000);
+    }
   });
 
   it('a decline card (insufficient funds) shows the decline on the checkout page, which stays put', async () => {

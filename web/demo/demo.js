@@ -3,6 +3,11 @@
 (function () {
   const ORDER_KEY = 'checkstand-demo-order';
   const NOTE_KEY = 'checkstand-demo-note';
+  /** A message for the checkout page, from the 3-D Secure return page (a payment not completed). */
+  const CHECKOUT_NOTE_KEY = 'checkstand-demo-checkout-note';
+  /** Who is paying, kept across the 3-D Secure round trip so a retry needs no retyping (never the card). */
+  const FORM_KEY = 'checkstand-demo-form';
+  const KEPT_FIELDS = ['email', 'first_name', 'last_name', 'line1', 'city', 'postal_code', 'country'];
   const storage = window.sessionStorage;
 
   const $ = (selector) => document.querySelector(selector);
@@ -84,7 +89,88 @@
     window.location.assign('/demo/thank-you');
   }
 
+  /** Capture: asks the API (which asks the gateway) how the 3-D Secure payment ended. */
+  function capture(orderNumber, paymentId) {
+    return call('POST', '/demo/api/capture', { order_number: orderNumber, ...(paymentId ? { payment_id: paymentId } : {}) });
+  }
+
+  /** Stands in for the 3-D Secure gateway's risk SDK, which a real page loads with the gateway's risk_sdk_key. */
+  function riskSessionId() {
+    const bytes = window.crypto.getRandomValues(new Uint8Array(12));
+    return `rs_demo_${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+  }
+
   // ---- step 1: checkout
+
+  /** The payment method chosen: `card` (the sandbox gateway) or `threeds` (the 3-D Secure one). */
+  function chosenMethod(form) {
+    const checked = form.querySelector('input[name=method]:checked');
+    return checked ? checked.value : 'card';
+  }
+
+  /** Shows the test cards of the chosen gateway, and swaps the prefilled card for that gateway's. */
+  function showMethod(form) {
+    const method = chosenMethod(form);
+    const threeds = $('#threeds-cards');
+    if (threeds) threeds.hidden = method !== 'threeds';
+    $('#sandbox-cards').hidden = method === 'threeds';
+    const radios = [...form.querySelectorAll('input[name=method]')];
+    const field = form.elements.card_number;
+    // Only a card the visitor did not type: the other method's starting card.
+    if (radios.some((r) => !r.checked && r.dataset.card === field.value)) {
+      const current = radios.find((r) => r.checked);
+      if (current) field.value = current.dataset.card;
+    }
+  }
+
+  /**
+   * Back from the hosted 3-D Secure page on cancel_url ("Fail" or "Abandon"): a decline, unless
+   * Capture says the payment went through after all. Capture also records a failed check.
+   */
+  function chooseThreeDs(form) {
+    const radio = form.querySelector('input[name=method][value=threeds]');
+    if (radio) {
+      radio.checked = true;
+      showMethod(form);
+    }
+  }
+
+  async function cancelledThreeDs(form, params) {
+    chooseThreeDs(form);
+    window.history.replaceState(null, '', '/demo');
+    const orderNumber = params.get('order_number');
+    if (orderNumber) {
+      try {
+        const r = await capture(orderNumber, params.get('payment_id'));
+        if (r.status === 200) {
+          saveOrder(r.body.data);
+          storage.setItem(NOTE_KEY, r.body.message || '');
+          window.location.replace('/demo/upsell');
+          return true;
+        }
+      } catch {
+        /* the message below says it all */
+      }
+    }
+    say('3-D Secure was cancelled — try again.', true);
+    return false;
+  }
+
+  function keepForm(form) {
+    storage.setItem(FORM_KEY, JSON.stringify(Object.fromEntries(KEPT_FIELDS.map((name) => [name, form.elements[name].value]))));
+  }
+
+  function restoreForm(form) {
+    let kept = null;
+    try {
+      kept = JSON.parse(storage.getItem(FORM_KEY) || 'null');
+    } catch {
+      kept = null;
+    }
+    storage.removeItem(FORM_KEY);
+    if (!kept) return;
+    for (const name of KEPT_FIELDS) if (typeof kept[name] === 'string') form.elements[name].value = kept[name];
+  }
 
   async function checkoutPage() {
     const form = $('#checkout');
@@ -94,19 +180,16 @@
         form.elements.card_number.focus();
       });
     }
-    try {
-      const config = await loadConfig();
-      const offer = config.offers[0];
-      if (offer) productBox($('#product'), offer.name, offer, config.currency);
-    } catch (err) {
-      say(`The demo funnel is not ready: ${err.message}`, true);
-    }
+    for (const radio of form.querySelectorAll('input[name=method]')) radio.addEventListener('change', () => showMethod(form));
+    showMethod(form);
 
     let orderNumber = null;
+    let leaving = false;
     // One attempt id per click of Pay: the backend sends it as the Idempotency-Key.
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       const f = form.elements;
+      const method = chosenMethod(form);
       const button = $('#pay');
       button.disabled = true;
       say('Paying…');
@@ -122,10 +205,24 @@
           card_exp: f.card_exp.value,
           card_cvv: f.card_cvv.value,
           billing: { line1: f.line1.value, city: f.city.value, postal_code: f.postal_code.value, country: f.country.value.toUpperCase() },
+          ...(method === 'threeds' ? { method, risk_session_id: riskSessionId() } : {}),
         });
         if (!pay.ok) {
           const code = pay.body.error && pay.body.error.decline_code ? ` (${pay.body.error.decline_code})` : '';
           return say(`${explain(pay)}${code} Try another card from the list below.`, true);
+        }
+        if (pay.body.data.redirect_required) {
+          // 3-D Secure: the bank's page, which sends the browser back to /demo/return (or, cancelled,
+          // to /demo?cancelled=1); no upsell before Capture has said the payment went through.
+          const url = pay.body.data.redirect_url;
+          leaving = true;
+          keepForm(form);
+          say(`${pay.body.message} Taking you to the 3-D Secure page (${new window.URL(url).host})…`);
+          const link = el('a', 'Go there now');
+          link.href = url;
+          $('#message').append(' ', link);
+          window.location.assign(url);
+          return;
         }
         saveOrder(pay.body.data);
         storage.setItem(NOTE_KEY, pay.body.message || '');
@@ -133,9 +230,79 @@
       } catch (err) {
         say(`Could not reach the funnel backend: ${err.message}`, true);
       } finally {
-        button.disabled = false;
+        if (!leaving) button.disabled = false;
       }
     });
+
+    const params = new window.URLSearchParams(window.location.search);
+    const note = storage.getItem(CHECKOUT_NOTE_KEY);
+    storage.removeItem(CHECKOUT_NOTE_KEY);
+    if (params.get('cancelled') === '1' || note) restoreForm(form);
+    else storage.removeItem(FORM_KEY);
+    if (params.get('cancelled') === '1') {
+      if (await cancelledThreeDs(form, params)) return;
+    } else if (note) {
+      chooseThreeDs(form);
+      say(note, true);
+    }
+    try {
+      const config = await loadConfig();
+      const offer = config.offers[0];
+      if (offer) productBox($('#product'), offer.name, offer, config.currency);
+    } catch (err) {
+      say(`The demo funnel is not ready: ${err.message}`, true);
+    }
+  }
+
+  // ---- back from the 3-D Secure page (payment.return_url)
+
+  async function returnPage() {
+    const params = new window.URLSearchParams(window.location.search);
+    const orderNumber = params.get('order_number');
+    const paymentId = params.get('payment_id');
+    const check = $('#check');
+    const back = $('#back');
+    if (!orderNumber) {
+      back.hidden = false;
+      return say('There is no order to confirm here.', true);
+    }
+    // Under review: Capture again now and then (it is idempotent), never in a tight loop; or by hand.
+    const delays = [5000, 10000, 20000, 30000, 60000];
+    let tries = 0;
+    let timer = null;
+    async function confirm() {
+      window.clearTimeout(timer);
+      check.disabled = true;
+      let r;
+      try {
+        r = await capture(orderNumber, paymentId);
+      } catch (err) {
+        say(`Could not reach the funnel backend: ${err.message}`, true);
+        check.hidden = back.hidden = check.disabled = false;
+        return;
+      }
+      if (r.status === 200) {
+        // Paid, and the order completed by Capture: on to the one-click upsell.
+        saveOrder(r.body.data);
+        storage.setItem(NOTE_KEY, r.body.message || '');
+        return window.location.replace('/demo/upsell');
+      }
+      if (r.status === 202) {
+        say('Your payment is under review by the bank. You do not need to pay again: this page checks again by itself (or press "Check again") and moves on once it is approved.');
+        check.hidden = check.disabled = false;
+        if (tries < delays.length) timer = window.setTimeout(confirm, delays[tries++]);
+        return;
+      }
+      if (r.status === 422 || r.status === 404) {
+        // Not completed (declined, failed or abandoned authentication): back to the checkout.
+        storage.setItem(CHECKOUT_NOTE_KEY, `${explain(r)} Try again, or use another card.`);
+        return window.location.replace('/demo');
+      }
+      say(`${explain(r)} Check again in a moment.`, true);
+      check.hidden = back.hidden = check.disabled = false;
+    }
+    check.addEventListener('click', confirm);
+    await confirm();
   }
 
   // ---- step 2: one-click upsell
@@ -210,6 +377,7 @@
 
   const page = document.body.dataset.page;
   if (page === 'checkout') checkoutPage();
+  if (page === 'return') returnPage();
   if (page === 'upsell') upsellPage();
   if (page === 'thank-you') thankYouPage();
 })();

@@ -1,18 +1,21 @@
 /**
- * The demo funnel: three pages (checkout → one upsell → thank you) and the small backend a
- * merchant's funnel would have. The API token is secret, so the browser never sees it: the
- * pages call /demo/api/*, which holds the token and calls the public API over HTTP exactly as a
- * merchant's server would — no shortcut into the services.
+ * The demo funnel: three pages (checkout → one upsell → thank you), the page a 3-D Secure payment
+ * comes back to (/demo/return), and the small backend a merchant's funnel would have. The API
+ * token is secret, so the browser never sees it: the pages call /demo/api/*, which holds the token
+ * and calls the public API over HTTP exactly as a merchant's server would — no shortcut into the
+ * services.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { AppContext } from '../../src/app/context.ts';
 import { errorBody } from '../../src/app/envelope.ts';
 import type { Http } from '../../src/app/http.ts';
-import type { DemoSeed } from '../../src/app/seed.ts';
+import { configureThreeDsSandboxAccount, type DemoSeed } from '../../src/app/seed.ts';
 import { SANDBOX_CARD_CODES, SANDBOX_CARDS, type SandboxCardName } from '../../src/sandbox/cards.ts';
+import { THREEDS_CARDS, type ThreeDsCardName } from '../../src/sandbox/threeds-gateway.ts';
 
 export interface DemoFunnelOptions {
   /** An API token of the demo team; kept on the server. */
@@ -24,6 +27,11 @@ export interface DemoFunnelOptions {
   upsells: string[];
   /** Where the API is; default: the address this server listens on. */
   apiBaseUrl?: string | undefined;
+  /**
+   * A 3-D Secure gateway of the demo team: the checkout page then offers "Card with 3-D Secure",
+   * paid through it with Process Payment's `gateway_id`, the hosted page and Capture.
+   */
+  threeDsGatewayId?: string | undefined;
 }
 
 export const DEMO_TOKEN_NAME = 'demo-funnel';
@@ -50,6 +58,28 @@ export const DEMO_TEST_CARDS = (Object.keys(SANDBOX_CARDS) as SandboxCardName[])
   effect: CARD_EFFECTS[name],
 }));
 
+const THREEDS_CARD_EFFECTS: Record<ThreeDsCardName, string> = {
+  frictionless: 'Approved without a challenge (frictionless)',
+  challenge: 'Challenge on the hosted 3-D Secure page, then approved',
+  challengeThenReview: 'Challenge, then under review; approved after a while',
+  decline: 'Declined: do not honor',
+  insufficientFunds: 'Declined: insufficient funds',
+};
+
+export const DEMO_THREEDS_TEST_CARDS = (Object.keys(THREEDS_CARDS) as ThreeDsCardName[]).map((name) => ({
+  name,
+  number: THREEDS_CARDS[name],
+  effect: THREEDS_CARD_EFFECTS[name],
+}));
+
+/** The payment methods the checkout page offers. */
+export const DEMO_PAYMENT_METHODS = {
+  card: 'Card (sandbox gateway)',
+  threeds: 'Card with 3-D Secure (sandbox 3DS gateway)',
+} as const;
+
+const spaced = (number: string) => number.replace(/(\d{4})(?=\d)/g, '$1 ');
+
 function escapeHtml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
@@ -57,13 +87,50 @@ function escapeHtml(s: string): string {
 function testCardRows(): string {
   return DEMO_TEST_CARDS.map(
     (c) =>
-      `<tr><td><button type="button" class="card-pick" data-card="${c.number}">${c.number.replace(/(\d{4})(?=\d)/g, '$1 ')}</button></td>` +
+      `<tr><td><button type="button" class="card-pick" data-card="${c.number}">${spaced(c.number)}</button></td>` +
       `<td>${escapeHtml(c.effect)}</td><td>${c.response_code}</td></tr>`,
   ).join('\n');
 }
 
-function readPage(file: string): string {
-  return fs.readFileSync(path.join(DIR, file), 'utf8').replace('<!-- TEST_CARDS -->', testCardRows());
+function threeDsCardRows(): string {
+  return DEMO_THREEDS_TEST_CARDS.map(
+    (c) => `<tr><td><button type="button" class="card-pick" data-card="${c.number}">${spaced(c.number)}</button></td><td>${escapeHtml(c.effect)}</td></tr>`,
+  ).join('\n');
+}
+
+/** The payment-method choice; only the card gateway (and no choice) without a 3-D Secure gateway. */
+function paymentMethodChoice(threeDs: boolean): string {
+  if (!threeDs) return '';
+  // data-card: the card number the method starts with (the one that approves, or that shows the hosted page).
+  const option = (value: keyof typeof DEMO_PAYMENT_METHODS, card: string, checked: boolean) =>
+    `<label class="choice"><input type="radio" name="method" value="${value}" data-card="${spaced(card)}"${checked ? ' checked' : ''}> ${escapeHtml(DEMO_PAYMENT_METHODS[value])}</label>`;
+  return `<fieldset id="methods">
+        <legend>Payment method</legend>
+        ${option('card', SANDBOX_CARDS.approve, true)}
+        ${option('threeds', THREEDS_CARDS.challenge, false)}
+      </fieldset>`;
+}
+
+function threeDsCardsSection(threeDs: boolean): string {
+  if (!threeDs) return '';
+  return `<section class="cards" id="threeds-cards" hidden>
+      <h2>3-D Secure test cards</h2>
+      <p>The 3-D Secure gateway sends most cards to its hosted page (your bank's check), then back to this shop, which asks the API to capture the payment. Any expiry in the future and any CVV; click a number to use it.</p>
+      <table>
+        <thead><tr><th>Card number</th><th>What the sandbox does</th></tr></thead>
+        <tbody>
+${threeDsCardRows()}
+        </tbody>
+      </table>
+    </section>`;
+}
+
+function readPage(file: string, threeDs: boolean): string {
+  return fs
+    .readFileSync(path.join(DIR, file), 'utf8')
+    .replace('<!-- TEST_CARDS -->', testCardRows())
+    .replace('<!-- PAYMENT_METHODS -->', paymentMethodChoice(threeDs))
+    .replace('<!-- THREEDS_CARDS -->', threeDsCardsSection(threeDs));
 }
 
 const Lead = z
@@ -78,6 +145,9 @@ const Pay = z
   .object({
     order_number: z.string().max(100),
     attempt_id: z.string().regex(/^[A-Za-z0-9-]{8,64}$/),
+    method: z.enum(['card', 'threeds']).default('card'),
+    /** From the 3-D Secure gateway's risk SDK on the page (the demo page makes one up). */
+    risk_session_id: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/).optional(),
     card_number: z.string().max(30),
     card_exp: z.string().max(10),
     card_cvv: z.string().max(4),
@@ -90,6 +160,14 @@ const Pay = z
 
 const OrderRef = z.object({ order_number: z.string().max(100) }).strict();
 
+const CaptureRef = z
+  .object({
+    order_number: z.string().max(100),
+    /** What the gateway added to the return (or cancel) URL: Capture checks it is this order's payment. */
+    payment_id: z.string().min(1).max(200).optional(),
+  })
+  .strict();
+
 interface ApiAnswer {
   status: number;
   body: any;
@@ -100,10 +178,12 @@ interface ApiAnswer {
  * server knows about it: it is a client of the public API like any merchant's funnel.
  */
 export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
+  const threeDs = Boolean(opts.threeDsGatewayId);
   const pages = {
-    checkout: readPage('checkout.html'),
-    upsell: readPage('upsell.html'),
-    thankYou: readPage('thank-you.html'),
+    checkout: readPage('checkout.html', threeDs),
+    return: readPage('return.html', threeDs),
+    upsell: readPage('upsell.html', threeDs),
+    thankYou: readPage('thank-you.html', threeDs),
   };
   const assets: Record<string, { type: string; body: string }> = {
     'demo.js': { type: 'text/javascript; charset=utf-8', body: fs.readFileSync(path.join(DIR, 'demo.js'), 'utf8') },
@@ -137,6 +217,8 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
   const hidden = { schema: { hide: true } };
   const HTML = 'text/html; charset=utf-8';
   app.get('/demo', hidden, async (_req, reply) => reply.type(HTML).send(pages.checkout));
+  // The 3-D Secure gateway sends the customer back here (payment.return_url): the page calls Capture.
+  app.get('/demo/return', hidden, async (_req, reply) => reply.type(HTML).header('cache-control', 'no-store').send(pages.return));
   app.get('/demo/upsell', hidden, async (_req, reply) => reply.type(HTML).send(pages.upsell));
   app.get('/demo/thank-you', hidden, async (_req, reply) => reply.type(HTML).send(pages.thankYou));
   app.get('/demo/assets/:file', { schema: { hide: true, params: z.object({ file: z.string().max(50) }) } }, async (req, reply) => {
@@ -165,7 +247,17 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
     return {
       success: true,
       message: 'OK',
-      data: { campaign_id: opts.campaignId, currency: campaign.body.data.currency, offers: offers.map((o) => o.body.data), upsell, test_cards: DEMO_TEST_CARDS },
+      data: {
+        campaign_id: opts.campaignId,
+        currency: campaign.body.data.currency,
+        offers: offers.map((o) => o.body.data),
+        upsell,
+        payment_methods: (Object.keys(DEMO_PAYMENT_METHODS) as Array<keyof typeof DEMO_PAYMENT_METHODS>)
+          .filter((m) => m === 'card' || threeDs)
+          .map((id) => ({ id, label: DEMO_PAYMENT_METHODS[id] })),
+        test_cards: DEMO_TEST_CARDS,
+        threeds_test_cards: threeDs ? DEMO_THREEDS_TEST_CARDS : [],
+      },
     };
   });
 
@@ -180,14 +272,38 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
   });
 
   app.post('/demo/api/pay', { schema: { hide: true, body: Pay } }, async (req, reply) => {
-    const { order_number, attempt_id, card_number, card_exp, card_cvv, billing } = req.body;
+    const { order_number, attempt_id, method, risk_session_id, card_number, card_exp, card_cvv, billing } = req.body;
+    const card = { card_number: card_number.replace(/[\s-]/g, ''), card_exp, card_cvv };
+    let body: Record<string, unknown> = { order_number, ...(billing ? { billing } : {}), payment: card };
+    if (method === 'threeds') {
+      if (!opts.threeDsGatewayId) return reply.code(422).send(errorBody('validation_failed', 'This demo funnel has no 3-D Secure gateway.'));
+      // Where the gateway's hosted page sends the browser back: this funnel, at the address the
+      // browser reached it (it adds payment_id to both).
+      const origin = `${req.protocol}://${req.host}`;
+      const order = encodeURIComponent(order_number);
+      body = {
+        ...body,
+        gateway_id: opts.threeDsGatewayId,
+        payment: {
+          ...card,
+          return_url: `${origin}/demo/return?order_number=${order}`,
+          cancel_url: `${origin}/demo?cancelled=1&order_number=${order}`,
+          // The risk SDK's session, which a real page gets from the gateway's script (loaded with
+          // the gateway's risk_sdk_key); the demo page makes one up, and so does this without it.
+          risk_session_id: risk_session_id ?? `rs_demo_${randomBytes(12).toString('hex')}`,
+        },
+      };
+    }
     // One key per checkout attempt: a double-clicked Pay button replays the first answer.
-    const r = await callApi(
-      'POST',
-      '/checkout/orders/payment',
-      { order_number, ...(billing ? { billing } : {}), payment: { card_number: card_number.replace(/[\s-]/g, ''), card_exp, card_cvv } },
-      { 'idempotency-key': `demo-pay-${attempt_id}` },
-    );
+    const r = await callApi('POST', '/checkout/orders/payment', body, { 'idempotency-key': `demo-pay-${attempt_id}` });
+    return reply.code(r.status).send(r.body);
+  });
+
+  // After the hosted 3-D Secure page: Capture asks the gateway and answers 200 (paid, the order
+  // completed), 202 (under review: do not advance), 422 (not completed) or 404.
+  app.post('/demo/api/capture', { schema: { hide: true, body: CaptureRef } }, async (req, reply) => {
+    const { order_number, payment_id } = req.body;
+    const r = await callApi('POST', '/checkout/orders/capture', { order_number, ...(payment_id ? { payment_id } : {}) });
     return reply.code(r.status).send(r.body);
   });
 
@@ -225,6 +341,16 @@ export async function demoFunnelOptions(ctx: AppContext, seed?: DemoSeed): Promi
   }
   const { secret } = await teams.createToken(ids.team_id, DEMO_TOKEN_NAME);
   const mainOffer = ids.offers.serum ?? Object.values(ids.offers)[0];
+  // The 3-D Secure gateway, while it is there and active. The sandbox keeps its accounts in memory:
+  // on a later start (no fresh seed) it is told again where to send the gateway's webhooks.
+  let threeDsGatewayId: string | undefined;
+  if (ids.threeds_gateway_id) {
+    const gw = await ctx.store.run((db) => ctx.services.gateways.findGateway(db, ids.team_id, ids.threeds_gateway_id!));
+    if (gw && gw.kind === 'threeds' && gw.is_active) {
+      threeDsGatewayId = gw.id;
+      if (!seed) await configureThreeDsSandboxAccount(ctx, ids.team_id, gw.id);
+    }
+  }
   // The upsell page offers the first upsell that charges something: the gateway refuses a
   // $0 sale, and a free trial upsell would only show that decline.
   const offers = await ctx.store.run((db) => ctx.services.catalog.findOffers(db, ids.team_id, ids.upsells.map((u) => u.offer_id)));
@@ -235,16 +361,19 @@ export async function demoFunnelOptions(ctx: AppContext, seed?: DemoSeed): Promi
     campaignId: ids.campaign_id,
     offers: mainOffer ? [mainOffer] : [],
     upsells: upsells.map((u) => u.upsell_id),
+    threeDsGatewayId,
   };
 }
 
-type DemoIds = Pick<DemoSeed, 'team_id' | 'campaign_id' | 'offers' | 'upsells'>;
+type DemoIds = Pick<DemoSeed, 'team_id' | 'campaign_id' | 'offers' | 'upsells'> & { threeds_gateway_id?: string | null | undefined };
 
 const DemoIdsFile = z.object({
   team_id: z.string(),
   campaign_id: z.string(),
   offers: z.record(z.string(), z.string()),
   upsells: z.array(z.object({ upsell_id: z.string(), step: z.number(), offer_id: z.string() })),
+  // Absent in a demo.json written before the 3-D Secure gateway was seeded.
+  threeds_gateway_id: z.string().nullable().optional(),
 });
 
 function readDemoIds(dataDir: string): DemoIds | undefined {
