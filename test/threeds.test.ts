@@ -172,6 +172,13 @@ describe('the 3-D Secure card gateway', () => {
     expect(payments).toHaveLength(2);
     const upsellPayment = await paymentWire(g.apiKey, payments[1]!.id);
     expect(upsellPayment).toMatchObject({ status: 'succeeded', merchant_initiated: true, original_payment_id: payments[0]!.id });
+
+    // Capture completed the order before the upsells: a physical one still joins its fulfillment.
+    const physical = await app.ctx.services.catalog.createUpsell(team.teamId, { campaign_id: f.campaignId, offer_id: f.offers.serum, step: 2, name: 'Second bottle' });
+    expect((await team.api.post('/checkout/orders/upsell', { order_number: on, upsell_id: physical.id, quantity: 1 })).status).toBe(200);
+    const ful = (await team.api.get(`/v1/fulfillments?order_number=${on}`)).body.data;
+    expect(ful).toHaveLength(1);
+    expect(ful[0].lines.map((l: { name: string }) => l.name)).toEqual(['Serum x1', 'Club trial', 'Serum x1']);
   });
 
   it('a failed or abandoned authentication is "payment was not completed" (422)', async () => {

@@ -27,3 +27,11 @@ export async function listFulfillments(
   if (f.createdLte) q = q.where('created_at', '<=', f.createdLte);
   return q.orderBy('seq', 'desc').limit(f.limit + 1).execute();
 }
+
+export async function findOrderFulfillment(db: Executor, teamId: string, orderId: string): Promise<Row<'fulfillments'> | undefined> {
+  return db.selectFrom('fulfillments').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).forUpdate().executeTakeFirst();
+}
+
+export async function setFulfillmentLines(db: Executor, teamId: string, id: string, lines: unknown[]): Promise<void> {
+  await db.updateTable('fulfillments').set({ lines: JSON.stringify(lines), updated_at: new Date() }).where('team_id', '=', teamId).where('id', '=', id).execute();
+}

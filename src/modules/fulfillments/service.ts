@@ -33,6 +33,23 @@ export interface FulfillableLine {
 export class FulfillmentsService {
   constructor(private readonly store: Store) {}
 
+  /**
+   * A line added after completion (an upsell after Capture completed a redirected payment):
+   * joins the order's fulfillment while it is still pending, or starts one.
+   */
+  async addLateLine(trx: Tx, teamId: string, orderId: string, line: FulfillableLine): Promise<void> {
+    if (line.fulfillment_type !== 'physical') return;
+    const existing = await repo.findOrderFulfillment(trx, teamId, orderId);
+    const entry = { line_id: line.id, offer_id: line.offer_id, product_id: line.product_id, name: line.name, quantity: line.quantity };
+    if (!existing) {
+      await this.createForOrder(trx, teamId, orderId, [line]);
+      return;
+    }
+    // Shipped already: the late line is not silently added to a parcel that has left.
+    if (existing.status !== 'pending') return;
+    await repo.setFulfillmentLines(trx, teamId, existing.id, [...(existing.lines as unknown[]), entry]);
+  }
+
   /** At completion: one pending fulfillment holding the order's physical lines (none for digital-only orders). */
   async createForOrder(trx: Tx, teamId: string, orderId: string, lines: FulfillableLine[]): Promise<Row<'fulfillments'> | null> {
     const physical = lines.filter((l) => l.fulfillment_type === 'physical');

@@ -521,8 +521,16 @@ export class OrdersService {
       const txn = result.transactions[0]!;
       let updated = current;
       if (result.outcome.kind === 'approved') {
-        await repo.insertLines(trx, [{ ...line, order_id: order.id }]);
+        const [added] = await repo.insertLines(trx, [{ ...line, order_id: order.id }]);
         updated = await repo.updateOrder(trx, teamId, order.id, await this.retotal(trx, teamId, order.id, current.coupon_id));
+        if (current.status === 'completed') {
+          // Completed before the upsell (Capture completes a redirected payment at once): the new
+          // line still ships and, if it recurs, still renews.
+          await this.fulfillments.addLateLine(trx, teamId, order.id, added!);
+          const [offer] = await this.catalog.findOffers(trx, teamId, [added!.offer_id]);
+          const subs = await this.subscriptions.createForOrder(trx, teamId, current, [{ offer: offer!, quantity: added!.quantity }]);
+          for (const sub of subs) await this.events.emit(trx, teamId, 'subscription.created', { orderId: order.id, object: subscriptionView(sub) });
+        }
         await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
       } else {
         await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);

@@ -1,0 +1,296 @@
+import { scrubPan } from '../../app/logger.ts';
+import { paymentOutcome } from './status.ts';
+import type {
+  ExtpayCancelMode,
+  ExtpayChargeRequest,
+  ExtpayCheckoutRequest,
+  ExtpayCheckoutResult,
+  ExtpayConnection,
+  ExtpayConnectionTest,
+  ExtpayError,
+  ExtpayErrorCode,
+  ExtpayListPaymentsQuery,
+  ExtpayMembershipResult,
+  ExtpayPaymentList,
+  ExtpayPaymentMethodsResult,
+  ExtpayPaymentResult,
+  ExtpayProviderAdapter,
+  ExtpayRefundLookup,
+  ExtpayRefundRequest,
+  ExtpayRefundResult,
+  ExtpayVoidResult,
+} from './types.ts';
+import {
+  WireCheckoutConfiguration,
+  WireMembership,
+  WirePayment,
+  WirePaymentMethod,
+  WireRefund,
+  buildChargeBody,
+  buildCheckoutBody,
+  fromWireCheckout,
+  fromWireMembership,
+  fromWirePayment,
+  fromWirePaymentMethod,
+  fromWireRefund,
+  readWireError,
+  toWireAmount,
+  wireList,
+} from './wire.ts';
+
+/**
+ * Whop's REST API v1 over HTTP: JSON in and out, `Authorization: Bearer <company API key>`, an
+ * `Idempotency-Key` on POSTs that move money or create things (when the caller gives one). The same
+ * code talks to Whop (`WHOP_API_BASE_URLS`) and to `checkstand sandbox`
+ * (`${sandbox}/extpay/{sandbox|production}/api/v1`). Paths and shapes: docs/sandbox.md.
+ */
+export const EXTPAY_DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface ExtpayAdapterOptions {
+  /** Covers the whole exchange, answer body included. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+type Exchange = { ok: true; status: number; json: unknown } | { ok: false; error: ExtpayError };
+
+function failure(code: ExtpayErrorCode, message: string, opts: { httpStatus?: number | null; providerCode?: string | null; safeToRetry: boolean }): ExtpayError {
+  return { kind: 'error', code, providerCode: opts.providerCode ?? null, message: scrubPan(message), httpStatus: opts.httpStatus ?? null, safeToRetry: opts.safeToRetry };
+}
+
+/** A non-2xx answer → an error value. 5xx, 409 and 429 may be retried with the same Idempotency-Key. */
+function answerError(status: number, json: unknown): ExtpayError {
+  const e = readWireError(json);
+  const providerCode = e.code;
+  const message = e.message || `The provider answered HTTP ${status}.`;
+  const opts = (safeToRetry: boolean) => ({ httpStatus: status, providerCode, safeToRetry });
+  if (status === 401) return failure('authentication_failed', message, opts(false));
+  if (status === 403) return failure('forbidden', message, opts(false));
+  if (status === 404) return failure('not_found', message, opts(false));
+  if (status === 409) return failure('in_progress', message, opts(true));
+  if (status === 429) return failure('rate_limited', message, opts(true));
+  if (providerCode === 'idempotency_key_reused') return failure('idempotency_conflict', message, opts(false));
+  if (status >= 400 && status < 500) return failure('invalid_request', message, opts(false));
+  if (status >= 500) return failure('provider_error', message, opts(true));
+  // 1xx/3xx: a redirect is never followed (it would re-send the API key to wherever it points).
+  return failure('bad_response', `The provider answered HTTP ${status}.`, opts(true));
+}
+
+const badShape = (what: string, status: number) => failure('bad_response', `The provider answered with an unrecognised ${what}.`, { httpStatus: status, safeToRetry: true });
+
+function requireConnection(conn: ExtpayConnection): void {
+  // A connection saved without its key or company is a configuration bug, not a decline.
+  if (!conn.apiKey) throw new Error('extpay connection has no API key');
+  if (!conn.companyId) throw new Error('extpay connection has no company id');
+  if (!conn.baseUrl) throw new Error('extpay connection has no API base URL');
+}
+
+const seg = (id: string) => encodeURIComponent(id);
+
+export class ExtpayAdapter implements ExtpayProviderAdapter {
+  readonly kind = 'extpay' as const;
+  private readonly timeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(opts: ExtpayAdapterOptions = {}) {
+    this.timeoutMs = opts.timeoutMs ?? EXTPAY_DEFAULT_TIMEOUT_MS;
+    this.fetchImpl = opts.fetch ?? fetch;
+  }
+
+  /**
+   * Spec §2.7's connection test, without creating anything: (1) a one-item payment list for the
+   * company proves the key and the company id belong together in this environment; (2) a checkout
+   * configuration whose inline plan lacks its currency proves the key may create checkouts — a key
+   * without the permission is refused (401/403), one with it gets a validation error (400/422).
+   */
+  async testConnection(conn: ExtpayConnection): Promise<ExtpayConnectionTest> {
+    requireConnection(conn);
+    if (!conn.companyId.startsWith('biz_')) return { kind: 'failed_to_authenticate', message: 'The company id must start with biz_.' };
+    const read = await this.exchange(conn, 'GET', `/payments?${new URLSearchParams({ company_id: conn.companyId, first: '1' })}`, null, null);
+    if (!read.ok) {
+      const e = read.error;
+      if (e.httpStatus !== null && e.httpStatus >= 400 && e.httpStatus < 500 && e.httpStatus !== 409 && e.httpStatus !== 429)
+        return { kind: 'failed_to_authenticate', message: e.message };
+      return e;
+    }
+    const probe = await this.exchange(conn, 'POST', '/checkout_configurations', { plan: { company_id: conn.companyId } }, null);
+    if (probe.ok) return { kind: 'connected' };
+    const e = probe.error;
+    if (e.httpStatus === 401 || e.httpStatus === 403) return { kind: 'cannot_create_checkouts', message: e.message };
+    if (e.httpStatus === 400 || e.httpStatus === 422) return { kind: 'connected' };
+    return e;
+  }
+
+  async createCheckout(conn: ExtpayConnection, req: ExtpayCheckoutRequest): Promise<ExtpayCheckoutResult> {
+    requireConnection(conn);
+    const body = buildCheckoutBody(conn, req);
+    const r = await this.exchange(conn, 'POST', '/checkout_configurations', body, req.idempotencyKey ?? null);
+    if (!r.ok) return r.error;
+    const parsed = WireCheckoutConfiguration.safeParse(r.json);
+    if (!parsed.success) return badShape('checkout configuration', r.status);
+    return { kind: 'created', checkout: fromWireCheckout(parsed.data, req.currency) };
+  }
+
+  async retrievePayment(conn: ExtpayConnection, paymentId: string): Promise<ExtpayPaymentResult> {
+    requireConnection(conn);
+    const r = await this.exchange(conn, 'GET', `/payments/${seg(paymentId)}`, null, null);
+    return r.ok ? this.readPayment(r) : r.error;
+  }
+
+  async listPayments(conn: ExtpayConnection, query: ExtpayListPaymentsQuery = {}): Promise<ExtpayPaymentList | ExtpayError> {
+    requireConnection(conn);
+    const q = new URLSearchParams({ company_id: conn.companyId, first: String(Math.min(100, Math.max(1, query.first ?? 25))) });
+    if (query.after) q.set('after', query.after);
+    for (const id of query.planIds ?? []) q.append('plan_ids[]', id);
+    for (const s of query.statuses ?? []) q.append('statuses[]', s);
+    const r = await this.exchange(conn, 'GET', `/payments?${q}`, null, null);
+    if (!r.ok) return r.error;
+    const parsed = wireList(WirePayment).safeParse(r.json);
+    if (!parsed.success) return badShape('payment list', r.status);
+    return {
+      kind: 'list',
+      payments: parsed.data.data.map(fromWirePayment),
+      hasNextPage: parsed.data.page_info?.has_next_page ?? false,
+      endCursor: parsed.data.page_info?.end_cursor ?? null,
+    };
+  }
+
+  /**
+   * `POST /payments`: Whop answers with the payment at once and settles it in the background, so
+   * the usual outcome is `pending` (then `payment.succeeded` or `payment.failed` by webhook); a
+   * decline the processor gives at once comes back as `declined`.
+   */
+  async chargeSavedPaymentMethod(conn: ExtpayConnection, req: ExtpayChargeRequest): Promise<ExtpayPaymentResult> {
+    requireConnection(conn);
+    const body = buildChargeBody(conn, req);
+    const r = await this.exchange(conn, 'POST', '/payments', body, req.idempotencyKey ?? null);
+    return r.ok ? this.readPayment(r) : r.error;
+  }
+
+  async listPaymentMethods(conn: ExtpayConnection, memberId: string): Promise<ExtpayPaymentMethodsResult> {
+    requireConnection(conn);
+    const q = new URLSearchParams({ member_id: memberId, company_id: conn.companyId, first: '100' });
+    const r = await this.exchange(conn, 'GET', `/payment_methods?${q}`, null, null);
+    if (!r.ok) return r.error;
+    const parsed = wireList(WirePaymentMethod).safeParse(r.json);
+    if (!parsed.success) return badShape('payment method list', r.status);
+    return { kind: 'list', methods: parsed.data.data.map(fromWirePaymentMethod) };
+  }
+
+  /** `POST /payments/{id}/refund` with `partial_amount` (decimal) for a partial refund. */
+  async refundPayment(conn: ExtpayConnection, req: ExtpayRefundRequest): Promise<ExtpayRefundResult> {
+    requireConnection(conn);
+    if (req.amount !== undefined && (!Number.isSafeInteger(req.amount) || req.amount <= 0))
+      throw new RangeError(`refund amount must be a positive integer in minor units, got ${req.amount}`);
+    let body: Record<string, unknown> = {};
+    if (req.amount !== undefined) {
+      // The amount is in the payment's currency, which only the payment knows: read it first.
+      const current = await this.exchange(conn, 'GET', `/payments/${seg(req.paymentId)}`, null, null);
+      if (!current.ok) return current.error;
+      const parsed = WirePayment.safeParse(current.json);
+      if (!parsed.success) return badShape('payment', current.status);
+      body = { partial_amount: toWireAmount(req.amount, fromWirePayment(parsed.data).currency) };
+    }
+    const r = await this.exchange(conn, 'POST', `/payments/${seg(req.paymentId)}/refund`, body, req.idempotencyKey ?? null);
+    if (!r.ok) return r.error;
+    const parsed = WirePayment.safeParse(r.json);
+    if (!parsed.success) return badShape('payment', r.status);
+    return { kind: 'refund_requested', paymentId: parsed.data.id, requestedAmount: req.amount ?? null, payment: fromWirePayment(parsed.data) };
+  }
+
+  async voidPayment(conn: ExtpayConnection, req: { paymentId: string; idempotencyKey?: string | null }): Promise<ExtpayVoidResult> {
+    requireConnection(conn);
+    const r = await this.exchange(conn, 'POST', `/payments/${seg(req.paymentId)}/void`, {}, req.idempotencyKey ?? null);
+    if (!r.ok) return r.error;
+    const parsed = WirePayment.safeParse(r.json);
+    if (!parsed.success) return badShape('payment', r.status);
+    const payment = fromWirePayment(parsed.data);
+    if (payment.status !== 'void') return failure('bad_response', `The provider answered a void with status ${payment.status ?? 'unknown'}.`, { httpStatus: r.status, safeToRetry: false });
+    return { kind: 'voided', paymentId: payment.id, payment };
+  }
+
+  async retrieveRefund(conn: ExtpayConnection, refundId: string): Promise<ExtpayRefundLookup> {
+    requireConnection(conn);
+    const r = await this.exchange(conn, 'GET', `/refunds/${seg(refundId)}`, null, null);
+    if (!r.ok) return r.error;
+    const parsed = WireRefund.safeParse(r.json);
+    const refund = parsed.success ? fromWireRefund(parsed.data) : null;
+    return refund ? { kind: 'refund', refund } : badShape('refund', r.status);
+  }
+
+  retrieveMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult> {
+    return this.membership(conn, 'GET', `/memberships/${seg(membershipId)}`, null);
+  }
+
+  /** Whop's default is `at_period_end`; the spec's Cancel is sent to the provider first (§3.2). */
+  cancelMembership(conn: ExtpayConnection, membershipId: string, mode: ExtpayCancelMode = 'at_period_end'): Promise<ExtpayMembershipResult> {
+    return this.membership(conn, 'POST', `/memberships/${seg(membershipId)}/cancel`, { cancellation_mode: mode });
+  }
+
+  uncancelMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult> {
+    return this.membership(conn, 'POST', `/memberships/${seg(membershipId)}/uncancel`, {});
+  }
+
+  pauseMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult> {
+    return this.membership(conn, 'POST', `/memberships/${seg(membershipId)}/pause`, {});
+  }
+
+  resumeMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult> {
+    return this.membership(conn, 'POST', `/memberships/${seg(membershipId)}/resume`, {});
+  }
+
+  private async membership(conn: ExtpayConnection, method: 'GET' | 'POST', path: string, body: unknown): Promise<ExtpayMembershipResult> {
+    requireConnection(conn);
+    const r = await this.exchange(conn, method, path, body, null);
+    if (!r.ok) return r.error;
+    const parsed = WireMembership.safeParse(r.json);
+    if (!parsed.success) return badShape('membership', r.status);
+    return { kind: 'membership', membership: fromWireMembership(parsed.data) };
+  }
+
+  private readPayment(r: { status: number; json: unknown }): ExtpayPaymentResult {
+    const parsed = WirePayment.safeParse(r.json);
+    if (!parsed.success) return badShape('payment', r.status);
+    const payment = fromWirePayment(parsed.data);
+    if (payment.failureMessage) payment.failureMessage = scrubPan(payment.failureMessage);
+    return paymentOutcome(payment);
+  }
+
+  /** Never throws for transport trouble; the API key never leaves this function except in the header. */
+  private async exchange(conn: ExtpayConnection, method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | null): Promise<Exchange> {
+    const url = conn.baseUrl.replace(/\/+$/, '') + path;
+    const headers: Record<string, string> = { authorization: `Bearer ${conn.apiKey}`, accept: 'application/json' };
+    if (body !== null) headers['content-type'] = 'application/json';
+    if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
+    let status: number;
+    let text: string;
+    try {
+      const res = await this.fetchImpl(url, {
+        method,
+        headers,
+        body: body === null ? undefined : JSON.stringify(body),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      status = res.status;
+      text = await res.text();
+    } catch (err) {
+      const e = err as { name?: string; cause?: { code?: unknown } };
+      if (e.name === 'TimeoutError' || e.name === 'AbortError')
+        return { ok: false, error: failure('timeout', `The provider did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }) };
+      const code = typeof e.cause?.code === 'string' ? ` (${e.cause.code})` : '';
+      return { ok: false, error: failure('network_error', `Could not reach the provider${code}.`, { safeToRetry: true }) };
+    }
+    let json: unknown = null;
+    try {
+      json = text === '' ? null : JSON.parse(text);
+    } catch {
+      json = null;
+    }
+    if (status < 200 || status >= 300) return { ok: false, error: answerError(status, json) };
+    if (json === null) return { ok: false, error: failure('bad_response', 'The provider answered with a body that is not JSON.', { httpStatus: status, safeToRetry: true }) };
+    return { ok: true, status, json };
+  }
+}
+
+export const extpayAdapter: ExtpayProviderAdapter = new ExtpayAdapter();

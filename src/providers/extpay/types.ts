@@ -1,0 +1,360 @@
+/**
+ * The external checkout provider (`extpay`, spec §1, §2.7): Whop. Whop is merchant of record; the card
+ * never reaches us. We create a checkout configuration with an inline plan, send the customer to its
+ * `purchase_url` (or mount Whop's embed with the plan and session ids), and learn the outcome from
+ * Capture (`GET /payments/{id}`) and from Standard-Webhooks-signed events.
+ *
+ * The adapter speaks Whop's public REST API v1 (https://docs.whop.com/api-reference, the OpenAPI spec
+ * behind github.com/whopio/whopsdk-typescript); docs/sandbox.md lists the paths and shapes, and which
+ * parts could not be confirmed from the public material. A real Whop company works by setting the API
+ * base URL, key, company id and webhook secret; `checkstand sandbox` serves the same API.
+ *
+ * Money is integer minor units everywhere in this module's interface; the wire carries Whop's decimal
+ * major units (`wire.ts` converts, once).
+ */
+
+export const EXTPAY_ENVIRONMENTS = ['sandbox', 'production'] as const;
+export type ExtpayEnvironment = (typeof EXTPAY_ENVIRONMENTS)[number];
+
+/** Whop's own API bases (docs.whop.com: "sandbox and production share no accounts, keys, products, or webhooks"). */
+export const WHOP_API_BASE_URLS: Readonly<Record<ExtpayEnvironment, string>> = {
+  production: 'https://api.whop.com/api/v1',
+  sandbox: 'https://sandbox-api.whop.com/api/v1',
+};
+
+/** The API base of `checkstand sandbox` for one environment: `${sandboxUrl}/extpay/{environment}/api/v1`. */
+export function sandboxApiBaseUrl(sandboxUrl: string, environment: ExtpayEnvironment): string {
+  return `${sandboxUrl.replace(/\/+$/, '')}/extpay/${environment}/api/v1`;
+}
+
+/**
+ * One `extpay` connection (spec §2.7), decrypted for the call. `baseUrl` is the API base including
+ * `/api/v1` (see `WHOP_API_BASE_URLS`); paths are appended to it.
+ */
+export interface ExtpayConnection {
+  baseUrl: string;
+  apiKey: string;
+  /** `biz_…` */
+  companyId: string;
+  environment: ExtpayEnvironment;
+  /** `ws_…` (sandbox) or `whsec_…` (production), as given; only the webhook verifier needs it. */
+  webhookSecret?: string | null;
+}
+
+/** The permissions spec §2.7 says a connection's key needs to create checkouts (Whop's names). */
+export const EXTPAY_CHECKOUT_PERMISSIONS = ['checkout_configuration:create', 'plan:create', 'access_pass:create'] as const;
+
+// ---- plans and checkouts ----
+
+/**
+ * The plan a checkout carries (one per checkout, spec §8), in Whop's terms with minor units:
+ *
+ * - `one_time`: `initialPrice` is charged at checkout.
+ * - `renewal`: `initialPrice` is charged at checkout *in addition to* the first period's
+ *   `renewalPrice`, unless there is a trial, in which case only `initialPrice` is charged and the
+ *   first `renewalPrice` falls due when the trial ends. (Whop documents `initial_price` as "an
+ *   additional amount charged upon first purchase"; `renewalPlanFor` builds these fields from a cart.)
+ */
+export type ExtpayPlanInput =
+  | { planType: 'one_time'; initialPrice: number }
+  | { planType: 'renewal'; initialPrice: number; renewalPrice: number; billingPeriodDays: number; trialPeriodDays?: number | null };
+
+export interface ExtpayCheckoutRequest {
+  /** ISO 4217; sent lower case as Whop expects. */
+  currency: string;
+  plan: ExtpayPlanInput;
+  /** Copied by Whop onto the payments and memberships of this checkout: put the order number and attempt id here. */
+  metadata?: Record<string, string>;
+  /** Where Whop sends the customer after paying on the hosted page. */
+  redirectUrl?: string | null;
+  /** The product the inline plan belongs to; found or created by its external identifier. */
+  product?: { externalIdentifier: string; title: string } | null;
+  /** The plan's title, shown on the hosted page. */
+  title?: string | null;
+  /** Sent as `Idempotency-Key`; our attempt id. */
+  idempotencyKey?: string | null;
+}
+
+export interface ExtpayPlan {
+  id: string;
+  planType: 'one_time' | 'renewal';
+  currency: string;
+  /** Minor units. */
+  initialPrice: number;
+  /** Minor units. */
+  renewalPrice: number;
+  billingPeriodDays: number | null;
+  trialPeriodDays: number | null;
+}
+
+export interface ExtpayCheckout {
+  /** `ch_…`: the embed's `session_id`. */
+  id: string;
+  companyId: string | null;
+  plan: ExtpayPlan;
+  purchaseUrl: string;
+  redirectUrl: string | null;
+  metadata: Record<string, unknown>;
+}
+
+/** `data.checkout` of a Create Order answer (spec §2.4), built by `embedCheckout`. */
+export interface ExtpayEmbedCheckout {
+  provider: 'extpay';
+  session_id: string;
+  plan_id: string;
+  environment: ExtpayEnvironment;
+  setup_future_usage: 'off_session';
+  purchase_url: string;
+  prefill: { email: string; name: string };
+}
+
+// ---- payments ----
+
+/** Whop's receipt statuses (`ReceiptStatus`); `status.ts` maps each one once. */
+export const EXTPAY_PAYMENT_STATUSES = ['draft', 'open', 'paid', 'pending', 'uncollectible', 'unresolved', 'void'] as const;
+export type ExtpayPaymentStatus = (typeof EXTPAY_PAYMENT_STATUSES)[number];
+
+/** A Whop payment (receipt) as the adapter reads it: camelCase, minor units, no card number. */
+export interface ExtpayPayment {
+  /** `pay_…`: the receipt id the embed hands back. */
+  id: string;
+  status: ExtpayPaymentStatus | null;
+  /** Whop's friendly status: `succeeded`, `pending`, `failed`, `refunded`, `partially_refunded`, `open_dispute`, … */
+  substatus: string | null;
+  /** Minor units (Whop's `total`, else `subtotal`). */
+  amount: number;
+  currency: string;
+  /** Minor units refunded and settled so far. */
+  refundedAmount: number;
+  /** `one_time`, `subscription_create`, `subscription_cycle`, `manual`, … */
+  billingReason: string | null;
+  failureMessage: string | null;
+  companyId: string | null;
+  planId: string | null;
+  productId: string | null;
+  membershipId: string | null;
+  membershipStatus: string | null;
+  memberId: string | null;
+  userId: string | null;
+  email: string | null;
+  cardBrand: string | null;
+  cardLast4: string | null;
+  /** The checkout's metadata, copied by Whop (order number, attempt id). */
+  metadata: Record<string, unknown>;
+  refundable: boolean;
+  voidable: boolean;
+  /** ISO 8601. */
+  createdAt: string | null;
+  paidAt: string | null;
+  disputeAlertedAt: string | null;
+}
+
+/** What a payment came to, for Capture, upsells and webhooks. */
+export type ExtpayPaymentOutcome =
+  | { kind: 'approved'; paymentId: string; payment: ExtpayPayment }
+  /** The provider has the money (or is charging) but has not settled: a webhook decides (spec §3.2). */
+  | { kind: 'pending'; paymentId: string; payment: ExtpayPayment }
+  | { kind: 'declined'; paymentId: string; code: string; message: string; payment: ExtpayPayment };
+
+export type ExtpayErrorCode =
+  | 'network_error'
+  | 'timeout'
+  | 'bad_response'
+  | 'provider_error'
+  | 'authentication_failed'
+  | 'forbidden'
+  | 'invalid_request'
+  | 'not_found'
+  | 'idempotency_conflict'
+  | 'rate_limited'
+  | 'in_progress';
+
+/**
+ * The call did not produce an answer we can act on. `safeToRetry`: the same call (same
+ * Idempotency-Key) may be sent again; false when the provider refused the request itself.
+ */
+export interface ExtpayError {
+  kind: 'error';
+  code: ExtpayErrorCode;
+  /** The provider's own error type or code, when it sent one. */
+  providerCode: string | null;
+  message: string;
+  httpStatus: number | null;
+  safeToRetry: boolean;
+}
+
+export type ExtpayPaymentResult = ExtpayPaymentOutcome | ExtpayError;
+
+export interface ExtpayPaymentList {
+  kind: 'list';
+  payments: ExtpayPayment[];
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+
+export interface ExtpayListPaymentsQuery {
+  /** Only payments of these plans: a checkout's plan is unique to it, so this finds an order's payments. */
+  planIds?: string[];
+  statuses?: ExtpayPaymentStatus[];
+  /** Page size, 1–100 (default 25). */
+  first?: number;
+  /** `endCursor` of the previous page. */
+  after?: string | null;
+}
+
+/** An upsell (spec §4.3): charges the member's saved payment method off-session. */
+export interface ExtpayChargeRequest {
+  memberId: string;
+  paymentMethodId: string;
+  currency: string;
+  /** Minor units; a one-time plan is created inline for it. */
+  amount: number;
+  title?: string | null;
+  product?: { externalIdentifier: string; title: string } | null;
+  /**
+   * Sent as `Idempotency-Key`. Whop's create-payment body has no `metadata`: the payment is tied to
+   * the upsell by the id this call answers with (the webhook carries the same id).
+   */
+  idempotencyKey?: string | null;
+}
+
+export interface ExtpayPaymentMethod {
+  /** `payt_…` on Whop. */
+  id: string;
+  type: string | null;
+  cardBrand: string | null;
+  cardLast4: string | null;
+  createdAt: string | null;
+}
+
+export type ExtpayPaymentMethodsResult = { kind: 'list'; methods: ExtpayPaymentMethod[] } | ExtpayError;
+
+// ---- refunds, voids ----
+
+export interface ExtpayRefundRequest {
+  paymentId: string;
+  /** Minor units; omitted refunds the whole payment. */
+  amount?: number;
+  idempotencyKey?: string | null;
+}
+
+/**
+ * A refund was accepted. The amount we asked for is provisional: `refund.created` carries what
+ * settled (spec §4.5). `payment` is the payment as Whop answered it.
+ */
+export type ExtpayRefundResult = { kind: 'refund_requested'; paymentId: string; requestedAmount: number | null; payment: ExtpayPayment } | ExtpayError;
+
+export type ExtpayVoidResult = { kind: 'voided'; paymentId: string; payment: ExtpayPayment } | ExtpayError;
+
+export const EXTPAY_REFUND_STATUSES = ['pending', 'requires_action', 'succeeded', 'failed', 'canceled'] as const;
+export type ExtpayRefundStatus = (typeof EXTPAY_REFUND_STATUSES)[number];
+
+export interface ExtpayRefund {
+  /** `rfnd_…` */
+  id: string;
+  status: ExtpayRefundStatus;
+  /** Minor units: what settled (or is settling). */
+  amount: number;
+  currency: string;
+  paymentId: string | null;
+  createdAt: string | null;
+}
+
+export type ExtpayRefundLookup = { kind: 'refund'; refund: ExtpayRefund } | ExtpayError;
+
+// ---- memberships ----
+
+export const EXTPAY_MEMBERSHIP_STATUSES = ['trialing', 'active', 'past_due', 'completed', 'canceled', 'expired', 'unresolved', 'drafted'] as const;
+export type ExtpayMembershipStatus = (typeof EXTPAY_MEMBERSHIP_STATUSES)[number];
+
+export interface ExtpayMembership {
+  /** `mem_…`: the subscription's membership reference (spec §2.9). */
+  id: string;
+  status: ExtpayMembershipStatus;
+  cancelAtPeriodEnd: boolean;
+  /** Whop's `payment_collection_paused`. */
+  paused: boolean;
+  planId: string | null;
+  memberId: string | null;
+  companyId: string | null;
+  /** ISO 8601; the next billing date is `renewalPeriodEnd`, mirrored, never computed (spec §2.9). */
+  renewalPeriodStart: string | null;
+  renewalPeriodEnd: string | null;
+  canceledAt: string | null;
+  metadata: Record<string, unknown>;
+}
+
+export type ExtpayMembershipResult = { kind: 'membership'; membership: ExtpayMembership } | ExtpayError;
+
+export type ExtpayCancelMode = 'at_period_end' | 'immediate';
+
+// ---- disputes, setup intents ----
+
+/** Whop's dispute statuses; `warning_*` is the early-warning stage (spec §4.5). */
+export const EXTPAY_DISPUTE_STATUSES = [
+  'warning_needs_response',
+  'warning_under_review',
+  'warning_closed',
+  'needs_response',
+  'under_review',
+  'won',
+  'lost',
+  'closed',
+  'other',
+] as const;
+export type ExtpayDisputeStatus = (typeof EXTPAY_DISPUTE_STATUSES)[number];
+
+export interface ExtpayDispute {
+  /** `dspt_…` */
+  id: string;
+  status: ExtpayDisputeStatus;
+  reason: string | null;
+  /** Minor units. */
+  amount: number;
+  currency: string;
+  paymentId: string | null;
+  createdAt: string | null;
+}
+
+export interface ExtpaySetupIntent {
+  id: string;
+  status: string;
+  paymentMethodId: string | null;
+  cardBrand: string | null;
+  cardLast4: string | null;
+  memberId: string | null;
+  checkoutConfigurationId: string | null;
+  metadata: Record<string, unknown>;
+}
+
+// ---- connection test (spec §2.7) ----
+
+export type ExtpayConnectionTest =
+  | { kind: 'connected' }
+  /** The key authenticates for the company but lacks the checkout permissions. */
+  | { kind: 'cannot_create_checkouts'; message: string }
+  /** Wrong key, wrong company id, or the other environment's credentials. */
+  | { kind: 'failed_to_authenticate'; message: string }
+  /** The provider could not be asked (network, 5xx): nothing is known. */
+  | ExtpayError;
+
+export type ExtpayCheckoutResult = { kind: 'created'; checkout: ExtpayCheckout } | ExtpayError;
+
+/** The adapter: outcomes are values; only configuration bugs and invalid input throw. */
+export interface ExtpayProviderAdapter {
+  readonly kind: 'extpay';
+  testConnection(conn: ExtpayConnection): Promise<ExtpayConnectionTest>;
+  createCheckout(conn: ExtpayConnection, req: ExtpayCheckoutRequest): Promise<ExtpayCheckoutResult>;
+  retrievePayment(conn: ExtpayConnection, paymentId: string): Promise<ExtpayPaymentResult>;
+  listPayments(conn: ExtpayConnection, query?: ExtpayListPaymentsQuery): Promise<ExtpayPaymentList | ExtpayError>;
+  chargeSavedPaymentMethod(conn: ExtpayConnection, req: ExtpayChargeRequest): Promise<ExtpayPaymentResult>;
+  listPaymentMethods(conn: ExtpayConnection, memberId: string): Promise<ExtpayPaymentMethodsResult>;
+  refundPayment(conn: ExtpayConnection, req: ExtpayRefundRequest): Promise<ExtpayRefundResult>;
+  voidPayment(conn: ExtpayConnection, req: { paymentId: string; idempotencyKey?: string | null }): Promise<ExtpayVoidResult>;
+  retrieveRefund(conn: ExtpayConnection, refundId: string): Promise<ExtpayRefundLookup>;
+  retrieveMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult>;
+  cancelMembership(conn: ExtpayConnection, membershipId: string, mode?: ExtpayCancelMode): Promise<ExtpayMembershipResult>;
+  uncancelMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult>;
+  pauseMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult>;
+  resumeMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult>;
+}
