@@ -257,6 +257,24 @@ describe('the 3-D Secure card gateway', () => {
     expect(await effects(on)).toEqual({ completed: 1, fulfillments: 1, subscriptions: 1 });
   });
 
+  it('the watchdog settles a redirected payment that neither Capture nor a webhook reached', async () => {
+    const g = await gateway();
+    const f = await campaignOn({ gateway_id: g.id });
+    const approved = await order(f, card(THREEDS_CARDS.challenge));
+    await authenticate(approved.body.data.redirect_url, 'success');
+    const failed = await order(f, card(THREEDS_CARDS.challenge));
+    await authenticate(failed.body.data.redirect_url, 'fail');
+    const waiting = await order(f, card(THREEDS_CARDS.challenge));
+    const tally = await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    expect(tally.completed).toBeGreaterThanOrEqual(1);
+    expect(tally.declined).toBeGreaterThanOrEqual(1);
+    const statusOf = async (on: string) => (await team.api.get(`/v1/orders/${on}`)).body.data;
+    expect(await statusOf(approved.body.data.order_number)).toMatchObject({ status: 'completed', payment_status: 'completed' });
+    expect(await statusOf(failed.body.data.order_number)).toMatchObject({ status: 'declined', payment_status: 'declined' });
+    expect(await statusOf(waiting.body.data.order_number)).toMatchObject({ payment_status: 'pending_redirect' });
+    expect(await effects(approved.body.data.order_number)).toEqual({ completed: 1, fulfillments: 1, subscriptions: 1 });
+  });
+
   it('race: Capture ×5 and the webhook ×3 at once on each of many orders complete each exactly once', async () => {
     const orders = Number(process.env.THREEDS_RACE_ORDERS ?? 200);
     const g = await gateway();

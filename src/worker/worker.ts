@@ -17,8 +17,16 @@ export interface Drainer {
   drain(ctx: AppContext, log: Logger): Promise<number>;
 }
 
-/** Periodic housekeeping. */
+/** Periodic housekeeping and the stuck-payment watchdog. */
 export const SCHEDULES: Schedule[] = [
+  {
+    // Redirected payments older than 15 minutes that neither Capture nor a webhook settled.
+    name: 'reconcile-pending-payments',
+    everyMs: 5 * 60_000,
+    async run(ctx) {
+      return ctx.services.orders.reconcilePendingPayments(15 * 60_000);
+    },
+  },
   {
     name: 'purge-expired-idempotency-keys',
     everyMs: 15 * 60_000,

@@ -732,6 +732,31 @@ export class OrdersService {
   }
 
   /**
+   * The stuck-payment watchdog: a redirected payment whose customer never came back, and whose
+   * webhook never arrived, is re-checked with its gateway and settled through the same finalize
+   * as Capture. Payments still waiting for the customer are left alone.
+   */
+  async reconcilePendingPayments(olderThanMs: number, limit = 50): Promise<{ checked: number; completed: number; declined: number; under_review: number }> {
+    const stale = await this.payments.listStalePending(new Date(Date.now() - olderThanMs), limit);
+    const tally = { checked: 0, completed: 0, declined: 0, under_review: 0 };
+    for (const txn of stale) {
+      const r = await this.payments.retrieve(txn.team_id, txn);
+      tally.checked++;
+      if (r.kind === 'approved') {
+        const done = await this.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: true, paymentMethod: r.paymentMethod });
+        if (!done.already) tally.completed++;
+      } else if (r.kind === 'declined') {
+        const done = await this.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: false, code: r.code, message: r.message });
+        if (!done.already) tally.declined++;
+      } else if (r.kind === 'pending') {
+        await this.markUnderReview(txn.team_id, txn.order_id, txn.id);
+        tally.under_review++;
+      }
+    }
+    return tally;
+  }
+
+  /**
    * Complete Order: moves a paid order to completed exactly once and, in the same
    * transaction, creates its fulfillment, subscriptions and coupon redemption and queues the
    * order.completed event (order webhooks and the purchase e-mail). A second call changes

@@ -81,3 +81,21 @@ export async function insertInbound(db: Executor, row: NewRow<'inbound_webhooks'
   const r = await db.insertInto('inbound_webhooks').values(row).onConflict((oc) => oc.columns(['source', 'event_id']).doNothing()).returning('id').executeTakeFirst();
   return r !== undefined;
 }
+
+/**
+ * System scan for the reconciliation schedule (every team): first payments still pending at
+ * their gateway since before `olderThan`, oldest first.
+ */
+export async function listStalePending(db: Executor, olderThan: Date, limit: number): Promise<Row<'transactions'>[]> {
+  return db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('type', '=', 'sale')
+    .where('status', '=', 'pending')
+    .where('upsell_id', 'is', null)
+    .where('provider_ref', 'is not', null)
+    .where('created_at', '<', olderThan)
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+}

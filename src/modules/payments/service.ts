@@ -584,6 +584,10 @@ export class PaymentsService {
     return repo.insertInbound(trx, { id: newId('inboundWebhook'), source, event_id: eventId, team_id: teamId, type, payload: JSON.stringify(payload) });
   }
 
+  listStalePending(olderThan: Date, limit: number) {
+    return this.store.run((db) => repo.listStalePending(db, olderThan, limit));
+  }
+
   findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string) {
     return repo.findByProviderRef(db, teamId, gatewayId, providerRef);
   }
