@@ -67,6 +67,9 @@ beforeAll(async () => {
   ids['payment-orchestrator'] = (await a.api.post('/v1/payment-orchestrators', { name: 'A router', members: [{ gateway_id: ids.gateway }] })).body.data.id;
   ids['bin-blacklist'] = (await a.api.post('/v1/bin-blacklist', { prefix: '123456' })).body.data.id;
   ids['test-card'] = (await a.api.post('/v1/test-cards', { card_number: '4242424242424242' })).body.data.id;
+  ids['extpay-connection'] = (
+    await a.api.post('/v1/extpay-connections', { name: 'A', api_key: 'key_a_123456789', company_id: 'biz_a', environment: 'Sandbox', base_url: 'http://127.0.0.1:9/api/v1' })
+  ).body.data.id;
   // The tenancy app refuses private webhook targets: a public address literal registers without DNS.
   const endpoint = await a.api.post('/v1/webhook-endpoints', { url: 'https://93.184.215.14/hooks', event_types: ['*'] });
   ids['webhook-endpoint'] = endpoint.body.data.id;

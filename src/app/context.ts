@@ -2,7 +2,9 @@ import type { Store } from '../db/database.ts';
 import { CatalogService } from '../modules/catalog/service.ts';
 import { IdempotencyService } from '../modules/idempotency/service.ts';
 import { OrdersService } from '../modules/orders/service.ts';
+import { ConnectionsService } from '../modules/connections/service.ts';
 import { CustomersService } from '../modules/customers/service.ts';
+import { extpayAdapter } from '../providers/extpay/adapter.ts';
 import { EventsService } from '../modules/events/service.ts';
 import { FulfillmentsService } from '../modules/fulfillments/service.ts';
 import { GatewaysService } from '../modules/gateways/service.ts';
@@ -39,6 +41,7 @@ export interface AppContext {
     events: EventsService;
     webhooks: WebhooksService;
     mail: MailService;
+    connections: ConnectionsService;
   };
 }
 
@@ -52,7 +55,8 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   events.registerSink(webhooks);
   const mail = new MailService(store, catalog, createMailTransport(config), { from: config.mailFrom, retryDelaysMs: config.mailRetryScheduleMs });
   events.registerSink(mail);
-  const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter }, threeDsPort(threeDsAdapter));
+  const connections = new ConnectionsService(store, secrets, extpayAdapter);
+  const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter }, threeDsPort(threeDsAdapter), connections);
   const fulfillments = new FulfillmentsService(store);
   const subscriptions = new SubscriptionsService(store);
   const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);
@@ -72,6 +76,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       subscriptions,
       gateways,
       events,
+      connections,
       webhooks,
       mail,
     },

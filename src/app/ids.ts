@@ -44,6 +44,7 @@ export const ID_PREFIX = {
   mail: 'mail',
   couponRedemption: 'red',
   inboundWebhook: 'iwh',
+  extpayConnection: 'xc',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

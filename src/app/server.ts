@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { pendingMigrations } from '../db/migrate.ts';
 import { registerCatalogRoutes } from '../modules/catalog/routes.ts';
 import { registerOrderRoutes } from '../modules/orders/routes.ts';
+import { registerConnectionRoutes } from '../modules/connections/routes.ts';
 import { registerCustomerRoutes } from '../modules/customers/routes.ts';
 import { registerEventRoutes } from '../modules/events/routes.ts';
 import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
@@ -178,6 +179,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerFulfillmentRoutes(api, ctx);
     registerSubscriptionRoutes(api, ctx);
     registerEventRoutes(api, ctx);
+    registerConnectionRoutes(api, ctx);
     registerGatewayRoutes(api, ctx);
     registerWebhookRoutes(api, ctx);
     registerMailRoutes(api, ctx);

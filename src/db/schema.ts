@@ -452,6 +452,22 @@ export interface InboundWebhooksTable {
   received_at: Timestamp;
 }
 
+export interface ExtpayConnectionsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  name: string;
+  environment: 'sandbox' | 'production';
+  company_id: string;
+  base_url: string;
+  api_key: string;
+  webhook_secret: string | null;
+  is_active: Defaulted<boolean>;
+  deleted_at: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface DB {
   teams: TeamsTable;
   api_tokens: ApiTokensTable;
@@ -483,6 +499,7 @@ export interface DB {
   mail_messages: MailMessagesTable;
   coupon_redemptions: CouponRedemptionsTable;
   inbound_webhooks: InboundWebhooksTable;
+  extpay_connections: ExtpayConnectionsTable;
 }
 
 export type Row<T extends keyof DB> = Selectable<DB[T]>;

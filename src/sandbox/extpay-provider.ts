@@ -838,7 +838,7 @@ export class ExtpaySandboxProvider {
 
   retrieveMembership(caller: Caller, id: string): Answer {
     const m = this.callerMembership(caller, id, NEEDS.readMembership);
-    return 'status' in m && typeof m.status === 'number' ? (m as Answer) : { status: 200, body: this.membershipView(caller.env, m as Membership) };
+    return 'planId' in m ? { status: 200, body: this.membershipView(caller.env, m) } : m;
   }
 
   private isValid(m: Membership): boolean {

@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { loggerOptions } from '../app/logger.ts';
+import { extpaySandbox } from './extpay.ts';
 import { nmiSandbox } from './nmi.ts';
 import { threedsSandbox } from './threeds.ts';
 
@@ -18,10 +19,12 @@ export async function buildSandbox(opts: SandboxOptions = {}): Promise<FastifyIn
   // Warnings and errors only (Fastify's per-request lines are info), never bodies: the card gateway's
   // requests carry card numbers. The app's logger options add redaction and PAN masking on top.
   const app = Fastify({ logger: loggerOptions('warn') });
-  app.get('/sandbox/health', async () => ({ ok: true, providers: ['nmi', 'threeds'] }));
+  app.get('/sandbox/health', async () => ({ ok: true, providers: ['nmi', 'threeds', 'extpay'] }));
   await app.register(nmiSandbox, { slowMs: opts.slowMs ?? DEFAULT_SLOW_MS });
   // The 3-D Secure gateway: base URL `${url}/3ds`.
   await app.register(threedsSandbox, { prefix: '/3ds' });
+  // The external checkout provider (Whop): API bases `${url}/extpay/sandbox/api/v1` and `${url}/extpay/production/api/v1`.
+  await app.register(extpaySandbox, { prefix: '/extpay' });
   return app;
 }
 

@@ -5,6 +5,7 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Address, GatewayKind, Row } from '../../db/schema.ts';
 import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
+import type { ConnectionsService } from '../connections/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
 import type { PaymentInput } from '../orders/schemas.ts';
@@ -127,6 +128,7 @@ export class PaymentsService {
     private readonly gateways: GatewaysService,
     private readonly adapters: Record<Exclude<GatewayKind, 'threeds'>, CardGatewayAdapter>,
     private readonly threeds: ThreeDsGatewayPort,
+    private readonly connections: ConnectionsService,
   ) {}
 
   /** Synchronous card adapter of a gateway; 3-D Secure gateways go through `this.threeds`. */
@@ -140,7 +142,12 @@ export class PaymentsService {
    * here leaves no trace. Explicit routing ids must name the team's own gateway or router.
    */
   async preflight(db: Executor, teamId: string, payment: PaymentInput, route: RouteRequest): Promise<void> {
-    if (payment.method === 'extpay') throw new ApiError('provider_not_configured');
+    if (payment.method === 'extpay') {
+      // Spec 4.1 rule 8: the pinned connection, or any Active one; none → "not configured".
+      await this.connections.resolveForOrder(db, teamId, payment.external_payment_id);
+      // The embedded checkout itself (plans, Capture, the provider's webhooks) is not built yet.
+      throw new ApiError('extpay_unavailable');
+    }
     if (route.gatewayId && !(await this.gateways.findGateway(db, teamId, route.gatewayId))) throw invalid('gateway_id', 'no such gateway');
     if (route.paymentOrchestratorId && !(await this.gateways.findRouter(db, teamId, route.paymentOrchestratorId))) {
       throw invalid('payment_orchestrator_id', 'no such payment orchestrator');

@@ -1,0 +1,157 @@
+import { ApiError, notFound } from '../../app/errors.ts';
+import { newId } from '../../app/ids.ts';
+import { iso, type ListQuery } from '../../app/schemas.ts';
+import type { Secrets } from '../../app/secrets.ts';
+import type { Executor, Store } from '../../db/database.ts';
+import { listPage, type Page } from '../../db/pagination.ts';
+import type { Row } from '../../db/schema.ts';
+import { type ExtpayConnection, type ExtpayProviderAdapter, WHOP_API_BASE_URLS } from '../../providers/extpay/types.ts';
+import * as repo from './repo.ts';
+
+export interface CreateConnectionInput {
+  name: string;
+  api_key: string;
+  company_id: string;
+  environment: 'sandbox' | 'production';
+  webhook_secret?: string | undefined;
+  base_url?: string | undefined;
+}
+
+export interface UpdateConnectionInput {
+  name?: string | undefined;
+  api_key?: string | undefined;
+  webhook_secret?: string | null | undefined;
+  base_url?: string | undefined;
+}
+
+/** The three outcomes of spec 2.7, as the API names them. */
+export type ConnectionTestResult = 'connected' | 'cannot_create_checkouts' | 'failed_to_authenticate';
+
+const TEST_MESSAGES: Record<ConnectionTestResult, string> = {
+  connected: 'Connected: the key authenticates and can create checkouts.',
+  cannot_create_checkouts: 'Connected, but the key cannot create checkouts: give it the checkout_configuration, plan and access_pass permissions.',
+  failed_to_authenticate: "Failed to authenticate: check the API key, the company ID, and that both belong to this connection's environment.",
+};
+
+function hint(value: string): string {
+  return value.length >= 12 ? `…${value.slice(-4)}` : '…';
+}
+
+/**
+ * External checkout provider connections (spec 2.7): team-level, several per team, created
+ * Active; secrets sealed at rest. Create Order resolves one per spec 4.1 rule 8.
+ */
+export class ConnectionsService {
+  constructor(
+    private readonly store: Store,
+    private readonly secrets: Secrets,
+    private readonly adapter: ExtpayProviderAdapter,
+  ) {}
+
+  view(r: Row<'extpay_connections'>) {
+    const apiKey = this.secrets.decrypt(r.api_key);
+    return {
+      object: 'extpay_connection' as const,
+      id: r.id,
+      type: 'extpay' as const,
+      name: r.name,
+      environment: r.environment,
+      test_mode: r.environment === 'sandbox',
+      company_id: r.company_id,
+      base_url: r.base_url,
+      api_key_hint: hint(apiKey),
+      webhook_secret_configured: r.webhook_secret !== null,
+      status: r.is_active ? ('active' as const) : ('inactive' as const),
+      capabilities: { refunds: true, voids: true, upsells: true },
+      created_at: iso(r.created_at),
+      updated_at: iso(r.updated_at),
+    };
+  }
+
+  /** Decrypted, for adapter calls and webhook verification. */
+  connection(r: Row<'extpay_connections'>): ExtpayConnection {
+    return {
+      baseUrl: r.base_url,
+      apiKey: this.secrets.decrypt(r.api_key),
+      companyId: r.company_id,
+      environment: r.environment,
+      webhookSecret: r.webhook_secret ? this.secrets.decrypt(r.webhook_secret) : null,
+    };
+  }
+
+  async create(teamId: string, input: CreateConnectionInput) {
+    const row = await this.store.run((db) =>
+      repo.insertConnection(db, {
+        id: newId('extpayConnection'),
+        team_id: teamId,
+        name: input.name,
+        environment: input.environment,
+        company_id: input.company_id,
+        base_url: input.base_url ?? WHOP_API_BASE_URLS[input.environment],
+        api_key: this.secrets.encrypt(input.api_key),
+        webhook_secret: input.webhook_secret ? this.secrets.encrypt(input.webhook_secret) : null,
+      }),
+    );
+    return this.view(row);
+  }
+
+  async get(teamId: string, id: string) {
+    const row = await this.store.run((db) => repo.findConnection(db, teamId, id));
+    if (!row) throw notFound('Connection');
+    return this.view(row);
+  }
+
+  async update(teamId: string, id: string, input: UpdateConnectionInput) {
+    const patch: Parameters<typeof repo.updateConnection>[3] = {};
+    if (input.name !== undefined) patch.name = input.name;
+    if (input.base_url !== undefined) patch.base_url = input.base_url;
+    if (input.api_key !== undefined) patch.api_key = this.secrets.encrypt(input.api_key);
+    if (input.webhook_secret !== undefined) patch.webhook_secret = input.webhook_secret === null ? null : this.secrets.encrypt(input.webhook_secret);
+    const row = await this.store.run((db) => repo.updateConnection(db, teamId, id, patch));
+    if (!row) throw notFound('Connection');
+    return this.view(row);
+  }
+
+  async setActive(teamId: string, id: string, active: boolean) {
+    const row = await this.store.run((db) => repo.updateConnection(db, teamId, id, { is_active: active }));
+    if (!row) throw notFound('Connection');
+    return this.view(row);
+  }
+
+  /** Deleted connections disappear from lists and from resolution; their rows stay for history. */
+  async remove(teamId: string, id: string) {
+    const row = await this.store.run((db) => repo.updateConnection(db, teamId, id, { deleted_at: new Date(), is_active: false }));
+    if (!row) throw notFound('Connection');
+    return { ...this.view(row), deleted: true };
+  }
+
+  async list(teamId: string, q: ListQuery): Promise<Page<ReturnType<ConnectionsService['view']>>> {
+    return this.store.run((db) =>
+      listPage(db, 'extpay_connections', teamId, q, (afterSeq) => repo.listConnections(db, teamId, { limit: q.limit, afterSeq }), (r) => this.view(r)),
+    );
+  }
+
+  /** Asks the provider; one of exactly three outcomes (a provider that cannot be reached is a 502). */
+  async test(teamId: string, id: string): Promise<{ result: ConnectionTestResult; message: string }> {
+    const row = await this.store.run((db) => repo.findConnection(db, teamId, id));
+    if (!row) throw notFound('Connection');
+    const r = await this.adapter.testConnection(this.connection(row));
+    if (r.kind === 'error') throw new ApiError('gateway_unavailable', `The provider could not be asked: ${r.message}`);
+    return { result: r.kind, message: TEST_MESSAGES[r.kind] };
+  }
+
+  /**
+   * Spec 4.1 rule 8: a pinned connection must exist, be live and Active; without a pin any Active
+   * one serves (the oldest, so the choice is stable); none → "provider is not configured".
+   */
+  async resolveForOrder(db: Executor, teamId: string, pinnedId: string | undefined): Promise<Row<'extpay_connections'>> {
+    if (pinnedId) {
+      const pinned = await repo.findConnection(db, teamId, pinnedId);
+      if (!pinned || !pinned.is_active) throw new ApiError('provider_not_configured');
+      return pinned;
+    }
+    const [first] = await repo.findActiveConnections(db, teamId);
+    if (!first) throw new ApiError('provider_not_configured');
+    return first;
+  }
+}
