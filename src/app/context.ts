@@ -56,7 +56,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const mail = new MailService(store, catalog, createMailTransport(config), { from: config.mailFrom, retryDelaysMs: config.mailRetryScheduleMs });
   events.registerSink(mail);
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
-  const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter }, threeDsPort(threeDsAdapter), connections);
+  const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter }, threeDsPort(threeDsAdapter), connections, extpayAdapter);
   const fulfillments = new FulfillmentsService(store);
   const subscriptions = new SubscriptionsService(store);
   const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);

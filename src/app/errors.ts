@@ -26,7 +26,6 @@ export const ERRORS = {
   gateway_unavailable: { status: 502, type: 'api_error', message: 'The payment gateway could not be reached.' },
   payment_in_progress: { status: 409, type: 'invalid_request_error', message: 'A payment for this order is already in progress; retry in a moment.' },
   no_saved_payment_method: { status: 422, type: 'invalid_request_error', message: 'No saved payment method found for this order.' },
-  extpay_unavailable: { status: 422, type: 'invalid_request_error', message: 'Payments through the external checkout provider (extpay) are not available in this version yet.' },
   provider_not_configured: { status: 422, type: 'invalid_request_error', message: 'The external checkout provider is not configured for this team.' },
   // card_error: the payment was attempted and refused
   payment_declined: { status: 402, type: 'card_error', message: 'The payment was declined.' },

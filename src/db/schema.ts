@@ -216,6 +216,8 @@ export interface TransactionsTable {
   payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
   auth_code: ColumnType<string | null, string | null | undefined, string | null>;
   upsell_id: ColumnType<string | null, string | null | undefined, string | null>;
+  connection_id: ColumnType<string | null, string | null | undefined, string | null>;
+  checkout_ref: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 

@@ -140,6 +140,11 @@ export class ConnectionsService {
     return { result: r.kind, message: TEST_MESSAGES[r.kind] };
   }
 
+  /** A live connection by id (for follow-ups of a payment it started, whatever its Active flag). */
+  findLive(db: Executor, teamId: string, id: string) {
+    return repo.findConnection(db, teamId, id);
+  }
+
   /**
    * Spec 4.1 rule 8: a pinned connection must exist, be live and Active; without a pin any Active
    * one serves (the oldest, so the choice is stable); none → "provider is not configured".

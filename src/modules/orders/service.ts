@@ -10,6 +10,7 @@ import type { FulfillmentsService } from '../fulfillments/service.ts';
 import { type SubscriptionsService, subscriptionView } from '../subscriptions/service.ts';
 import { customerView, type CustomersService, normalizeEmail } from '../customers/service.ts';
 import type { ChargeOutcome } from '../payments/outcomes.ts';
+import type { ExtpayEmbedCheckout } from '../../providers/extpay/types.ts';
 import { cardOf, type ChargeResult, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
 import * as repo from './repo.ts';
 import type { CreateLeadBody, CreateOrderBody, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
@@ -74,7 +75,7 @@ export interface PaymentResult {
   httpStatus: number;
   success: boolean;
   message: string;
-  data: OrderView & { redirect_required: boolean; redirect_url?: string; transaction_id: string | null; attempts: number };
+  data: OrderView & { redirect_required: boolean; redirect_url?: string; checkout?: ExtpayEmbedCheckout; transaction_id: string | null; attempts: number };
   error?: { type: string; code: string; decline_code: string | null };
 }
 
@@ -376,6 +377,7 @@ export class OrdersService {
       await this.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
       return { order, customer, route, lines };
     });
+    if (body.payment.method === 'extpay') return this.payExternally(teamId, claimed.order, claimed.customer, body.payment, claimed.lines);
     return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment, claimed.lines);
   }
 
@@ -410,7 +412,50 @@ export class OrdersService {
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
       return { order, customer: customer!, route, lines };
     });
+    if (body.payment.method === 'extpay') return this.payExternally(teamId, claimed.order, claimed.customer, body.payment, claimed.lines);
     return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment, claimed.lines);
+  }
+
+  /**
+   * extpay (spec 4.1 rules 8-10): the provider is merchant of record. We open its embedded
+   * checkout and answer pending_redirect with the §2.4 `checkout` object; Capture or the
+   * provider's webhook confirms later.
+   */
+  private async payExternally(
+    teamId: string,
+    order: Row<'orders'>,
+    customer: Row<'customers'>,
+    payment: ProcessPaymentBody['payment'],
+    lines: Row<'order_lines'>[],
+  ): Promise<PaymentResult> {
+    let started: Awaited<ReturnType<PaymentsService['startCheckout']>>;
+    try {
+      const offers = new Map((await this.store.run((db) => this.catalog.findOffers(db, teamId, [...new Set(lines.map((l) => l.offer_id))]))).map((o) => [o.id, o]));
+      started = await this.payments.startCheckout({
+        teamId,
+        orderId: order.id,
+        amount: order.total,
+        currency: order.currency,
+        returnUrl: payment.return_url!,
+        externalPaymentId: payment.external_payment_id,
+        lines: lines.map((l) => ({ offer: offers.get(l.offer_id)!, quantity: l.quantity })),
+        payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+      });
+    } catch (err) {
+      await this.store.run((db) => repo.updateOrder(db, teamId, order.id, { payment_started_at: null }));
+      throw err;
+    }
+    return this.store.transaction(async (trx) => {
+      const updated = await repo.updateOrder(trx, teamId, order.id, { payment_status: 'pending_redirect', payment_started_at: null });
+      await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.redirect', data: { transaction: started.transaction.id, provider: 'extpay', session_id: started.checkout.session_id } }]);
+      const view = orderView(updated, customer, lines);
+      return {
+        httpStatus: 200,
+        success: true,
+        message: 'Customer redirect is required: complete the payment in the embedded checkout.',
+        data: { ...view, redirect_required: true, redirect_url: started.checkout.purchase_url, checkout: started.checkout, transaction_id: started.transaction.id, attempts: 1 },
+      };
+    });
   }
 
   /** Charges outside any transaction, then records the outcome under the order's row lock and releases the claim. */
@@ -619,6 +664,7 @@ export class OrdersService {
       return { httpStatus: 200, success: true, message: 'Payment already captured.', data: view };
     }
     if (!txn) throw new ApiError('no_capturable_transaction');
+    if (txn.connection_id) return this.captureExternal(teamId, order, txn, body.payment_id);
     if (body.payment_id && body.payment_id !== txn.provider_ref) {
       throw new ApiError('capture_failed', 'Payment capture failed: the payment does not belong to this order.');
     }
@@ -646,6 +692,34 @@ export class OrdersService {
     }
   }
 
+  /** Capture for extpay (spec 4.2, provider table): confirms that exact receipt with the provider. */
+  private async captureExternal(teamId: string, order: Row<'orders'>, txn: Row<'transactions'>, receiptId: string | undefined): Promise<CaptureResult> {
+    const { result, belongs } = await this.payments.retrieveExternal(teamId, txn, receiptId);
+    if (result?.kind === 'error' && result.code !== 'not_found') throw new ApiError('gateway_unavailable', `The external checkout provider could not be asked: ${result.message}`);
+    const failed = async (why: string): Promise<CaptureResult> => ({
+      httpStatus: 422,
+      success: false,
+      message: `Payment capture failed: ${why}`,
+      data: await this.store.run((db) => this.view(db, teamId, order)),
+      error: { type: 'card_error', code: 'capture_failed' },
+    });
+    if (!result || result.kind === 'error') return failed(receiptId ? 'no such receipt.' : 'no payment has been made in the checkout yet.');
+    if (!belongs) return failed('the receipt does not belong to this order.');
+    if (result.kind === 'approved') {
+      const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: result.payment.memberId }, undefined, {
+        membershipRef: result.payment.membershipId,
+      });
+      return { httpStatus: 200, success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
+    }
+    if (result.kind === 'pending') {
+      const view = await this.markUnderReview(teamId, order.id, txn.id);
+      return { httpStatus: 202, success: true, message: 'The provider has the payment but has not settled it yet; the order completes when it confirms.', data: view };
+    }
+    const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: result.code, message: result.message });
+    if (done.view.payment_status === 'completed') return { httpStatus: 200, success: true, message: 'Payment already captured.', data: done.view };
+    return failed(result.message);
+  }
+
   /**
    * The one path that settles a redirected first payment, under the order's row lock:
    * Capture and the gateway's webhook both call it, whichever comes first completes the order
@@ -658,6 +732,7 @@ export class OrdersService {
     txnId: string,
     outcome: { approved: true; paymentMethod: string | null } | { approved: false; code: string; message: string },
     guard?: (trx: Tx) => Promise<boolean>,
+    external?: { membershipRef: string | null },
   ): Promise<{ already: boolean; view: OrderView }> {
     const r = await this.store.transaction(async (trx) => {
       const order = (await repo.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
@@ -681,7 +756,7 @@ export class OrdersService {
         payment_started_at: null,
       });
       await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.captured', data: { transaction: txnId, from_status: order.status } }]);
-      const done = await this.finalizeCompletion(trx, teamId, paid);
+      const done = await this.finalizeCompletion(trx, teamId, paid, external);
       return { already: false, view: done.order };
     });
     if (!r.already) this.events.nudge();
@@ -773,7 +848,7 @@ export class OrdersService {
   }
 
   /** The one completion path, under the order's row lock; later payment confirmations call it too. */
-  async finalizeCompletion(trx: Tx, teamId: string, order: Row<'orders'>): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
+  async finalizeCompletion(trx: Tx, teamId: string, order: Row<'orders'>, external?: { membershipRef: string | null }): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
     if (order.status === 'completed') return { order: await this.view(trx, teamId, order), alreadyCompleted: true };
     if (order.payment_status === 'pending_redirect') {
       throw new ApiError('order_not_completable', `Order ${order.id} is waiting for the customer's redirect (pending_redirect); capture the payment before completing it.`);
@@ -792,6 +867,7 @@ export class OrdersService {
       order,
       lines.map((l) => ({ offer: offers.get(l.offer_id)!, quantity: l.quantity })),
       now,
+      external,
     );
     if (order.coupon_id) await this.catalog.redeemCoupon(trx, teamId, order.coupon_id, order.id, order.discount_total);
     await this.recordEvents(trx, teamId, order.id, [

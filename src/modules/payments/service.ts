@@ -5,6 +5,8 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Address, GatewayKind, Row } from '../../db/schema.ts';
 import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
+import type { ExtpayEmbedCheckout, ExtpayPaymentResult, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
+import { embedCheckout, renewalPlanFor } from '../../providers/extpay/wire.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
@@ -129,6 +131,7 @@ export class PaymentsService {
     private readonly adapters: Record<Exclude<GatewayKind, 'threeds'>, CardGatewayAdapter>,
     private readonly threeds: ThreeDsGatewayPort,
     private readonly connections: ConnectionsService,
+    private readonly extpay: ExtpayProviderAdapter,
   ) {}
 
   /** Synchronous card adapter of a gateway; 3-D Secure gateways go through `this.threeds`. */
@@ -145,8 +148,7 @@ export class PaymentsService {
     if (payment.method === 'extpay') {
       // Spec 4.1 rule 8: the pinned connection, or any Active one; none → "not configured".
       await this.connections.resolveForOrder(db, teamId, payment.external_payment_id);
-      // The embedded checkout itself (plans, Capture, the provider's webhooks) is not built yet.
-      throw new ApiError('extpay_unavailable');
+      return;
     }
     if (route.gatewayId && !(await this.gateways.findGateway(db, teamId, route.gatewayId))) throw invalid('gateway_id', 'no such gateway');
     if (route.paymentOrchestratorId && !(await this.gateways.findRouter(db, teamId, route.paymentOrchestratorId))) {
@@ -578,6 +580,89 @@ export class PaymentsService {
       response_code: result.responseCode,
       response_text: resultText(result),
     });
+  }
+
+  /**
+   * extpay: opens the provider's embedded checkout for the order — one plan per checkout (spec 4.1
+   * rule 10: a recurring or trial cart renews at recurring price × quantity + recurring shipping,
+   * on the shortest interval, after the trial) — and records the first payment as pending.
+   */
+  async startCheckout(req: {
+    teamId: string;
+    orderId: string;
+    amount: number;
+    currency: string;
+    returnUrl: string;
+    externalPaymentId?: string | undefined;
+    lines: Array<{ offer: Row<'offers'>; quantity: number }>;
+    payer: Payer;
+  }): Promise<{ transaction: Row<'transactions'>; checkout: ExtpayEmbedCheckout }> {
+    const conn = await this.store.run((db) => this.connections.resolveForOrder(db, req.teamId, req.externalPaymentId));
+    const recurring = req.lines.filter((l) => l.offer.billing_type !== 'one_time' && l.offer.interval_unit && l.offer.interval_count);
+    const days = (o: Row<'offers'>) => ({ day: 1, week: 7, month: 30, year: 365 })[o.interval_unit!] * o.interval_count!;
+    const trials = recurring.filter((l) => l.offer.billing_type === 'trial' && l.offer.trial_days).map((l) => l.offer.trial_days!);
+    const plan = renewalPlanFor({
+      chargeToday: req.amount,
+      recurring: recurring.length
+        ? {
+            renewalAmount: recurring.reduce((s, l) => s + (l.offer.recurring_price ?? 0) * l.quantity + (l.offer.recurring_shipping ?? 0), 0),
+            intervalDays: Math.min(...recurring.map((l) => days(l.offer))),
+          }
+        : null,
+      trialDays: trials.length ? Math.min(...trials) : null,
+    });
+    const attemptId = newId('transaction');
+    const connection = this.connections.connection(conn);
+    const r = await this.extpay.createCheckout(connection, {
+      currency: req.currency,
+      plan,
+      metadata: { order_number: req.orderId, attempt_id: attemptId },
+      redirectUrl: req.returnUrl,
+      idempotencyKey: attemptId,
+    });
+    if (r.kind === 'error') throw new ApiError('gateway_unavailable', `The external checkout provider could not open a checkout: ${r.message}`);
+    const transaction = await this.store.run((db) =>
+      repo.insertTransaction(db, {
+        id: attemptId,
+        team_id: req.teamId,
+        order_id: req.orderId,
+        type: 'sale',
+        status: 'pending',
+        amount: req.amount,
+        currency: req.currency,
+        connection_id: conn.id,
+        provider_ref: r.checkout.plan.id,
+        checkout_ref: r.checkout.id,
+        response_code: 'checkout_open',
+        response_text: 'Waiting for the customer to pay in the embedded checkout',
+        is_test: conn.environment === 'sandbox',
+      }),
+    );
+    const name = [req.payer.first_name, req.payer.last_name].filter(Boolean).join(' ');
+    return { transaction, checkout: embedCheckout(connection, r.checkout, { email: req.payer.email, name }) };
+  }
+
+  /**
+   * extpay Capture: the receipt the embed handed back (or, without one, the newest payment of the
+   * checkout's plan), and whether it belongs to this order (its plan or its metadata).
+   */
+  async retrieveExternal(teamId: string, txn: Row<'transactions'>, receiptId: string | undefined): Promise<{ result: ExtpayPaymentResult | null; belongs: boolean }> {
+    const conn = await this.store.run((db) => this.connections.findLive(db, teamId, txn.connection_id!));
+    if (!conn) return { result: null, belongs: false };
+    const connection = this.connections.connection(conn);
+    let result: ExtpayPaymentResult | null;
+    if (receiptId) {
+      result = await this.extpay.retrievePayment(connection, receiptId);
+    } else {
+      const list = await this.extpay.listPayments(connection, { planIds: [txn.provider_ref!] });
+      if (list.kind === 'error') return { result: list, belongs: false };
+      const newest = list.payments[0];
+      result = newest ? await this.extpay.retrievePayment(connection, newest.id) : null;
+    }
+    if (!result || result.kind === 'error') return { result, belongs: false };
+    const p = result.payment;
+    const belongs = p.planId === txn.provider_ref || p.metadata.order_number === txn.order_id;
+    return { result, belongs };
   }
 
   /** The order's first-payment transaction awaiting the customer or the gateway (Capture's target). */

@@ -48,7 +48,15 @@ export class SubscriptionsService {
    * At completion: one subscription per recurring or trial line, billed by us (not externally
    * managed). A trial's first renewal is after its trial days; a recurring line's after one interval.
    */
-  async createForOrder(trx: Tx, teamId: string, order: { id: string; customer_id: string; currency: string }, lines: RecurringLine[], now = new Date()) {
+  async createForOrder(
+    trx: Tx,
+    teamId: string,
+    order: { id: string; customer_id: string; currency: string },
+    lines: RecurringLine[],
+    now = new Date(),
+    /** extpay: the provider bills; status and next billing date are mirrored from it, never computed. */
+    external?: { membershipRef: string | null },
+  ) {
     const created: Row<'subscriptions'>[] = [];
     for (const { offer, quantity } of lines) {
       if (offer.billing_type === 'one_time' || !offer.interval_unit || !offer.interval_count) continue;
@@ -62,11 +70,13 @@ export class SubscriptionsService {
           customer_id: order.customer_id,
           offer_id: offer.id,
           status: trial ? 'trialing' : 'active',
+          externally_managed: external !== undefined,
+          membership_ref: external?.membershipRef ?? null,
           interval_unit: offer.interval_unit,
           interval_count: offer.interval_count,
           recurring_price: (offer.recurring_price ?? 0) * quantity + (offer.recurring_shipping ?? 0),
           currency: order.currency,
-          next_billing_at: next,
+          next_billing_at: external ? null : next,
         }),
       );
     }

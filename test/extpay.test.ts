@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
+import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
+import { startSandbox } from '../src/sandbox/server.ts';
+import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
+import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+
+let app: TestApp;
+let team: TestTeam;
+let funnel: Funnel;
+let sandbox: { url: string; close(): Promise<void> };
+let connectionId: string;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+  app = await startTestApp();
+  team = await app.newTeam();
+  funnel = await seedFunnel(app, team.teamId);
+  await fetch(`${sandbox.url}/extpay/sandbox/sandbox/companies`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ company_id: 'biz_extpaytest', api_keys: [{ key: 'key_extpay_full' }] }),
+  });
+  const c = await team.api.post('/v1/extpay-connections', {
+    name: 'Whop sandbox',
+    api_key: 'key_extpay_full',
+    company_id: 'biz_extpaytest',
+    environment: 'Sandbox',
+    webhook_secret: 'ws_extpay_test',
+    base_url: sandboxApiBaseUrl(sandbox.url, 'sandbox'),
+  });
+  expect(c.status, c.text).toBe(201);
+  connectionId = c.body.data.id;
+});
+afterAll(async () => {
+  await app?.close();
+  await sandbox?.close();
+});
+
+function createOrder(products = [{ offer_id: funnel.offers.serum, quantity: 1 }], payment: Record<string, unknown> = {}) {
+  return team.api.post('/checkout/orders', {
+    campaign_id: funnel.campaignId,
+    currency: 'USD',
+    customer: { email: email('ext'), first_name: 'Ada', last_name: 'Lovelace' },
+    products,
+    payment: { method: 'extpay', return_url: 'https://shop.example/thanks', ...payment },
+  });
+}
+
+/** Pays on the sandbox's hosted page and answers the receipt id the provider hands back. */
+async function buy(purchaseUrl: string, card: string): Promise<string | null> {
+  const u = new URL(purchaseUrl);
+  const form = new URLSearchParams({ session: u.searchParams.get('session')!, email: 'ada@example.com', name: 'Ada Lovelace', card_number: card, setup_future_usage: 'off_session', return_url: 'https://shop.example/thanks' });
+  const res = await fetch(`${u.origin}${u.pathname}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+  const loc = res.headers.get('location');
+  return loc ? new URL(loc).searchParams.get('payment_id') : null;
+}
+
+async function effects(on: string) {
+  return app.store.run(async (db) => ({
+    completed: (await db.selectFrom('events').select('id').where('order_id', '=', on).where('type', '=', 'order.completed').execute()).length,
+    fulfillments: (await db.selectFrom('fulfillments').select('id').where('order_id', '=', on).execute()).length,
+    subscriptions: await db.selectFrom('subscriptions').select(['externally_managed', 'membership_ref', 'next_billing_at']).where('order_id', '=', on).execute(),
+  }));
+}
+
+describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
+  it('answers pending_redirect with the checkout object of spec 2.4', async () => {
+    const r = await createOrder();
+    expect(r.status, r.text).toBe(200);
+    const d = r.body.data;
+    expect(d).toMatchObject({ payment_status: 'pending_redirect', redirect_required: true });
+    expect(Object.keys(d.checkout).sort()).toEqual(['environment', 'plan_id', 'prefill', 'provider', 'purchase_url', 'session_id', 'setup_future_usage']);
+    expect(d.checkout).toMatchObject({ provider: 'extpay', environment: 'sandbox', setup_future_usage: 'off_session', prefill: { name: 'Ada Lovelace' } });
+    expect(d.checkout.prefill.email).toMatch(/@example\.com$/);
+    expect(d.redirect_url).toBe(d.checkout.purchase_url);
+    expect(d.checkout.session_id).toMatch(/^ch_/);
+    expect((await team.api.post('/checkout/orders/complete', { order_number: d.order_number })).status).toBe(409);
+    expect(await effects(d.order_number)).toMatchObject({ completed: 0, fulfillments: 0 });
+  });
+
+  it('a trial cart creates one renewal plan: trial days, recurring price × quantity + recurring shipping', async () => {
+    const r = await createOrder([
+      { offer_id: funnel.offers.serum, quantity: 1 },
+      { offer_id: funnel.offers.trial, quantity: 2 },
+    ]);
+    const plan = await (await fetch(`${sandboxApiBaseUrl(sandbox.url, 'sandbox')}/plans/${r.body.data.checkout.plan_id}`, { headers: { authorization: 'Bearer key_extpay_full' } })).json();
+    expect(plan).toMatchObject({ plan_type: 'renewal', trial_period_days: 14, billing_period: 30 });
+    expect(Number(plan.renewal_price)).toBe(58); // 2 × 29.00, no recurring shipping
+  });
+
+  it('Capture with the receipt: 200 completed once, with an externally managed subscription', async () => {
+    const r = await createOrder([
+      { offer_id: funnel.offers.serum, quantity: 1 },
+      { offer_id: funnel.offers.trial, quantity: 1 },
+    ]);
+    const on = r.body.data.order_number;
+    const receipt = await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+    expect(receipt).toMatch(/^pay_/);
+    const cap = await team.api.post('/checkout/orders/capture', { order_number: on, payment_id: receipt });
+    expect(cap.status, cap.text).toBe(200);
+    expect(cap.body.data).toMatchObject({ status: 'completed', payment_status: 'completed' });
+    const again = await team.api.post('/checkout/orders/capture', { order_number: on, payment_id: receipt });
+    expect(again.status).toBe(200);
+    expect(again.body.message).toBe('Payment already captured.');
+    const e = await effects(on);
+    expect(e.completed).toBe(1);
+    expect(e.fulfillments).toBe(1);
+    expect(e.subscriptions).toHaveLength(1);
+    expect(e.subscriptions[0]).toMatchObject({ externally_managed: true, next_billing_at: null });
+    expect(e.subscriptions[0]!.membership_ref).toMatch(/^mem_/);
+  });
+
+  it('Capture: 202 while the provider holds the money, 422 on failure or a foreign receipt, 404 with nothing to capture', async () => {
+    const held = await createOrder();
+    const heldReceipt = await buy(held.body.data.checkout.purchase_url, EXTPAY_CARDS.pending);
+    const pending = await team.api.post('/checkout/orders/capture', { order_number: held.body.data.order_number, payment_id: heldReceipt });
+    expect(pending.status, pending.text).toBe(202);
+    expect(pending.body).toMatchObject({ success: true, data: { payment_status: 'pending_external_confirmation' } });
+
+    const other = await createOrder();
+    const foreign = await team.api.post('/checkout/orders/capture', { order_number: other.body.data.order_number, payment_id: heldReceipt });
+    expect(foreign.status).toBe(422);
+    expect(foreign.body.message).toMatch(/payment capture failed/i);
+
+    const failing = await createOrder();
+    await buy(failing.body.data.checkout.purchase_url, EXTPAY_CARDS.failed);
+    const failed = await team.api.post('/checkout/orders/capture', { order_number: failing.body.data.order_number });
+    expect(failed.status, failed.text).toBe(422);
+    expect(failed.body.message).toMatch(/payment capture failed/i);
+
+    const lead = await team.api.post('/checkout/leads', { campaign_id: funnel.campaignId, customer: { email: email() } });
+    const none = await team.api.post('/checkout/orders/capture', { order_number: lead.body.data.order_number });
+    expect(none.status).toBe(404);
+    expect(none.body.message).toBe('No capturable transaction found for this order.');
+  });
+
+  it('pins a connection, and refuses a deleted or inactive pin', async () => {
+    expect((await createOrder(undefined, { external_payment_id: connectionId })).status).toBe(200);
+    const spare = (await team.api.post('/v1/extpay-connections', { name: 'spare', api_key: 'key_x_123456789', company_id: 'biz_spare', environment: 'Sandbox' })).body.data.id;
+    await team.api.delete(`/v1/extpay-connections/${spare}`);
+    const r = await createOrder(undefined, { external_payment_id: spare });
+    expect(r.status).toBe(422);
+    expect(r.body.message).toMatch(/provider is not configured for this team/);
+  });
+});
