@@ -37,6 +37,7 @@ import {
   toWireAmount,
   wireList,
 } from './wire.ts';
+import { exchangeJson } from '../http-json.ts';
 
 /**
  * Whop's REST API v1 over HTTP: JSON in and out, `Authorization: Bearer <company API key>`, an
@@ -258,38 +259,15 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
 
   /** Never throws for transport trouble; the API key never leaves this function except in the header. */
   private async exchange(conn: ExtpayConnection, method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | null): Promise<Exchange> {
-    const url = conn.baseUrl.replace(/\/+$/, '') + path;
-    const headers: Record<string, string> = { authorization: `Bearer ${conn.apiKey}`, accept: 'application/json' };
-    if (body !== null) headers['content-type'] = 'application/json';
+    const headers: Record<string, string> = { authorization: `Bearer ${conn.apiKey}` };
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
-    let status: number;
-    let text: string;
-    try {
-      const res = await this.fetchImpl(url, {
-        method,
-        headers,
-        body: body === null ? undefined : JSON.stringify(body),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      status = res.status;
-      text = await res.text();
-    } catch (err) {
-      const e = err as { name?: string; cause?: { code?: unknown } };
-      if (e.name === 'TimeoutError' || e.name === 'AbortError')
-        return { ok: false, error: failure('timeout', `The provider did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }) };
-      const code = typeof e.cause?.code === 'string' ? ` (${e.cause.code})` : '';
-      return { ok: false, error: failure('network_error', `Could not reach the provider${code}.`, { safeToRetry: true }) };
-    }
-    let json: unknown = null;
-    try {
-      json = text === '' ? null : JSON.parse(text);
-    } catch {
-      json = null;
-    }
-    if (status < 200 || status >= 300) return { ok: false, error: answerError(status, json) };
-    if (json === null) return { ok: false, error: failure('bad_response', 'The provider answered with a body that is not JSON.', { httpStatus: status, safeToRetry: true }) };
-    return { ok: true, status, json };
+    const r = await exchangeJson(this.fetchImpl, conn.baseUrl.replace(/\/+$/, '') + path, { method, headers, body, timeoutMs: this.timeoutMs });
+    if (r.kind === 'timeout')
+      return { ok: false, error: failure('timeout', `The provider did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }) };
+    if (r.kind === 'network') return { ok: false, error: failure('network_error', `Could not reach the provider${r.code ? ` (${r.code})` : ''}.`, { safeToRetry: true }) };
+    if (r.status < 200 || r.status >= 300) return { ok: false, error: answerError(r.status, r.json) };
+    if (r.json === null) return { ok: false, error: failure('bad_response', 'The provider answered with a body that is not JSON.', { httpStatus: r.status, safeToRetry: true }) };
+    return { ok: true, status: r.status, json: r.json };
   }
 }
 

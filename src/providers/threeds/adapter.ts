@@ -13,6 +13,7 @@ import type {
   ThreeDsRefundResult,
 } from './types.ts';
 import { WireError, WirePayment, WireRefund, buildPaymentBody, fromWirePayment } from './wire.ts';
+import { exchangeJson } from '../http-json.ts';
 
 /**
  * The 3-D Secure card gateway over HTTP: JSON in and out, `Authorization: Bearer <api_key>`,
@@ -122,41 +123,15 @@ export class ThreeDsAdapter implements ThreeDsGatewayAdapter {
 
   /** Never throws for transport trouble; the body (card data) never leaves this function except on the wire. */
   private async exchange(account: GatewayAccount, method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | null): Promise<Exchange> {
-    const url = account.baseUrl.replace(/\/+$/, '') + path;
-    const headers: Record<string, string> = { authorization: `Bearer ${apiKey(account)}`, accept: 'application/json' };
-    if (body !== null) headers['content-type'] = 'application/json';
+    const headers: Record<string, string> = { authorization: `Bearer ${apiKey(account)}` };
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
-    let status: number;
-    let text: string;
-    try {
-      const res = await this.fetchImpl(url, {
-        method,
-        headers,
-        body: body === null ? undefined : JSON.stringify(body),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      status = res.status;
-      text = await res.text();
-    } catch (err) {
-      const e = err as { name?: string; cause?: { code?: unknown } };
-      if (e.name === 'TimeoutError' || e.name === 'AbortError')
-        return {
-          ok: false,
-          error: failure('timeout', `The gateway did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }),
-        };
-      const code = typeof e.cause?.code === 'string' ? ` (${e.cause.code})` : '';
-      return { ok: false, error: failure('network_error', `Could not reach the gateway${code}.`, { safeToRetry: true }) };
-    }
-    let json: unknown = null;
-    try {
-      json = text === '' ? null : JSON.parse(text);
-    } catch {
-      json = null;
-    }
-    if (status < 200 || status >= 300) return { ok: false, error: answerError(status, json) };
-    if (json === null) return { ok: false, error: failure('bad_response', 'The gateway answered with a body that is not JSON.', { httpStatus: status, safeToRetry: true }) };
-    return { ok: true, status, json };
+    const r = await exchangeJson(this.fetchImpl, account.baseUrl.replace(/\/+$/, '') + path, { method, headers, body, timeoutMs: this.timeoutMs });
+    if (r.kind === 'timeout')
+      return { ok: false, error: failure('timeout', `The gateway did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }) };
+    if (r.kind === 'network') return { ok: false, error: failure('network_error', `Could not reach the gateway${r.code ? ` (${r.code})` : ''}.`, { safeToRetry: true }) };
+    if (r.status < 200 || r.status >= 300) return { ok: false, error: answerError(r.status, r.json) };
+    if (r.json === null) return { ok: false, error: failure('bad_response', 'The gateway answered with a body that is not JSON.', { httpStatus: r.status, safeToRetry: true }) };
+    return { ok: true, status: r.status, json: r.json };
   }
 }
 
