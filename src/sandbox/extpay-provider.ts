@@ -5,6 +5,7 @@ import { randomToken } from '../app/ids.ts';
 import { cardBrand } from '../modules/payments/card.ts';
 import { currencyExponent, formatMajorAmount } from '../providers/card-gateway.ts';
 import { luhnValid } from './cards.ts';
+import { EXTPAY_EVENT_TYPES } from '../providers/extpay/webhook.ts';
 
 /**
  * The state and rules of the external checkout provider stand-in (Whop), apart from HTTP: two
@@ -72,19 +73,7 @@ const NEEDS = {
 } as const satisfies Record<string, readonly ExtpayPermission[]>;
 
 /** The kinds a company's webhook subscribes to unless told otherwise: the service's eleven (spec §6.1). */
-export const DEFAULT_WEBHOOK_EVENTS = [
-  'payment.succeeded',
-  'payment.failed',
-  'payment.created',
-  'membership.activated',
-  'membership.deactivated',
-  'membership.cancel_at_period_end_changed',
-  'refund.created',
-  'refund.updated',
-  'dispute.created',
-  'dispute.updated',
-  'setup_intent.succeeded',
-] as const;
+export const DEFAULT_WEBHOOK_EVENTS = EXTPAY_EVENT_TYPES;
 
 export const DEFAULT_WEBHOOK_RETRY_DELAYS_MS: readonly number[] = [0, 2_000, 10_000, 30_000];
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5_000;

@@ -15,6 +15,7 @@ import {
   fromWireSetupIntent,
   toIsoTime,
 } from './wire.ts';
+import { type HeaderBag, headerValue, toBytes } from '../raw-webhook.ts';
 
 /**
  * Webhooks from Whop, signed the Standard Webhooks way (https://www.standardwebhooks.com):
@@ -101,20 +102,6 @@ export const EXTPAY_WEBHOOK_REJECTION_HTTP = {
   signature_mismatch: 400,
   malformed_payload: 400,
 } as const satisfies Record<ExtpayWebhookRejection, number>;
-
-type HeaderBag = Headers | Record<string, string | string[] | undefined>;
-
-function headerValue(headers: HeaderBag, name: string): string | string[] | undefined {
-  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
-  const bag = headers as Record<string, string | string[] | undefined>;
-  if (name in bag) return bag[name];
-  const key = Object.keys(bag).find((k) => k.toLowerCase() === name);
-  return key === undefined ? undefined : bag[key];
-}
-
-function toBytes(raw: Buffer | Uint8Array | string): Buffer {
-  return typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-}
 
 /**
  * The HMAC keys a secret may stand for, in order: its UTF-8 bytes as given (Whop's `ws_` rule), then,

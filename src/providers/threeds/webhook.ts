@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { ThreeDsPayment } from './types.ts';
 import { WirePayment, fromWirePayment } from './wire.ts';
+import { type HeaderBag, headerValue, toBytes } from '../raw-webhook.ts';
 
 /**
  * Webhooks from the 3-D Secure gateway. A delivery is a POST whose JSON body is
@@ -56,10 +57,6 @@ export const THREEDS_WEBHOOK_REJECTION_HTTP = {
   malformed_payload: 400,
 } as const satisfies Record<ThreeDsWebhookRejection, number>;
 
-function toBytes(raw: Buffer | Uint8Array | string): Buffer {
-  return typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-}
-
 /** HMAC-SHA256 over `${timestamp}.` followed by the raw bytes, as lower-case hex. */
 export function computeThreeDsSignature(secret: string, timestamp: number, rawBody: Buffer | Uint8Array | string): string {
   return createHmac('sha256', secret).update(`${timestamp}.`).update(toBytes(rawBody)).digest('hex');
@@ -68,16 +65,6 @@ export function computeThreeDsSignature(secret: string, timestamp: number, rawBo
 /** The header value for a delivery signed now (or at `timestamp`); used by tests and the sandbox docs. */
 export function signThreeDsWebhook(secret: string, rawBody: Buffer | Uint8Array | string, timestamp = Math.floor(Date.now() / 1000)): string {
   return `t=${timestamp},v1=${computeThreeDsSignature(secret, timestamp, rawBody)}`;
-}
-
-type HeaderBag = Headers | Record<string, string | string[] | undefined>;
-
-function headerValue(headers: HeaderBag, name: string): string | string[] | undefined {
-  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
-  const bag = headers as Record<string, string | string[] | undefined>;
-  if (name in bag) return bag[name];
-  const key = Object.keys(bag).find((k) => k.toLowerCase() === name);
-  return key === undefined ? undefined : bag[key];
 }
 
 /** `t=…,v1=…[,v1=…]` → the timestamp and the candidate signatures, or null when garbled. */
