@@ -2,7 +2,7 @@ import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
-import { cursorSeq, type ListableTable, toPage } from '../../db/pagination.ts';
+import { type ListableTable, listPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 import type {
@@ -389,6 +389,7 @@ export class CatalogService {
     return campaign;
   }
 
+  /** The module's lists: the shared cursor pagination with this module's created-at window. */
   private listPage<R, V>(
     table: ListableTable,
     teamId: string,
@@ -396,12 +397,9 @@ export class CatalogService {
     fetch: (db: Executor, w: repo.ListWindow) => Promise<R[]>,
     view: (row: R) => V,
   ): Promise<ListPage<V>> {
-    return this.store.run(async (db) => {
-      const afterSeq = await cursorSeq(db, table, teamId, query.starting_after);
-      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-      const rows = await fetch(db, { afterSeq, limit: query.limit, createdGte: query.created_gte, createdLte: query.created_lte });
-      const page = toPage(rows, query.limit);
-      return { items: page.items.map(view), has_more: page.has_more };
-    });
+    return this.store.run((db) =>
+      listPage(db, table, teamId, query, (afterSeq) => fetch(db, { afterSeq, limit: query.limit, createdGte: query.created_gte, createdLte: query.created_lte }), view),
+    );
   }
+
 }

@@ -3,7 +3,7 @@ import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
 import type { Secrets } from '../../app/secrets.ts';
 import type { Executor, Store } from '../../db/database.ts';
-import { cursorSeq, type ListableTable, toPage } from '../../db/pagination.ts';
+import { type ListableTable, listPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 import type {
@@ -423,12 +423,9 @@ export class GatewaysService {
     }));
   }
 
-  private async pageOf<R>(db: Executor, table: ListableTable, teamId: string, query: ListQuery, fetch: (w: repo.ListWindow) => Promise<R[]>): Promise<ListPage<R>> {
-    const afterSeq = await cursorSeq(db, table, teamId, query.starting_after);
-    if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-    const rows = await fetch({ afterSeq, limit: query.limit, createdGte: query.created_gte, createdLte: query.created_lte });
-    const page = toPage(rows, query.limit);
-    return { items: page.items, has_more: page.has_more };
+  /** One page of rows (views are built by the caller), through the shared cursor pagination. */
+  private pageOf<R>(db: Executor, table: ListableTable, teamId: string, query: ListQuery, fetch: (w: repo.ListWindow) => Promise<R[]>): Promise<ListPage<R>> {
+    return listPage(db, table, teamId, query, (afterSeq) => fetch({ afterSeq, limit: query.limit, createdGte: query.created_gte, createdLte: query.created_lte }), (r) => r);
   }
 
   private listPage<R, V>(
@@ -443,4 +440,5 @@ export class GatewaysService {
       return { items: page.items.map(view), has_more: page.has_more };
     });
   }
+
 }
