@@ -52,6 +52,16 @@ interface Candidate {
   memberCap: number | null;
 }
 
+/**
+ * Routing precedence (spec 2.1), in one place: an explicit gateway or router on the request wins;
+ * else the campaign's router; else the campaign's gateway. Exactly one of the two is set, or neither.
+ */
+export function routeTarget(route: RouteRequest): { routerId: string | null; gatewayId: string | null } {
+  if (route.gatewayId) return { routerId: null, gatewayId: route.gatewayId };
+  const routerId = route.paymentOrchestratorId ?? route.campaign.payment_orchestrator_id;
+  return routerId ? { routerId, gatewayId: null } : { routerId: null, gatewayId: route.campaign.gateway_id };
+}
+
 export interface PaymentPlan {
   routerId: string | null;
   /** How many gateways may be tried; more than one only through a router (decline salvage). */
@@ -156,8 +166,7 @@ export class PaymentsService {
     }
     // Spec 4.1 rule 2: routed directly to the 3-D Secure gateway (no router in between), both URLs
     // are checked here, before any gateway call. Through a router the gateway's decline says so (rule 3).
-    const routerId = route.gatewayId ? null : (route.paymentOrchestratorId ?? route.campaign.payment_orchestrator_id);
-    const directId = route.gatewayId ?? (routerId ? null : route.campaign.gateway_id);
+    const { gatewayId: directId } = routeTarget(route);
     if (directId && payment.method === 'card' && (!payment.return_url || !payment.cancel_url)) {
       const direct = await this.gateways.findGateway(db, teamId, directId);
       if (direct?.kind === 'threeds') {
@@ -171,8 +180,7 @@ export class PaymentsService {
 
   /** Routing precedence (spec 2.1): explicit gateway or router, then the campaign's router, then its gateway. */
   async plan(db: Executor, teamId: string, route: RouteRequest, amount: number): Promise<PaymentPlan> {
-    const routerId = route.gatewayId ? null : (route.paymentOrchestratorId ?? route.campaign.payment_orchestrator_id);
-    const gatewayId = route.gatewayId ?? (routerId ? null : route.campaign.gateway_id);
+    const { routerId, gatewayId } = routeTarget(route);
     let routerRow: Row<'payment_routers'> | null = null;
     let raw: Candidate[] = [];
     if (gatewayId) {
