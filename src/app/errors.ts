@@ -14,7 +14,6 @@ export const ERRORS = {
   body_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is too large.' },
   not_found: { status: 404, type: 'invalid_request_error', message: 'Not found.' },
   route_not_found: { status: 404, type: 'invalid_request_error', message: 'No such endpoint.' },
-  method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
   conflict: { status: 409, type: 'invalid_request_error', message: 'The request conflicts with the current state.' },
   order_not_payable: { status: 409, type: 'invalid_request_error', message: 'This order cannot be paid in its current state.' },
   order_not_a_lead: { status: 409, type: 'invalid_request_error', message: 'This order is no longer a lead and cannot be updated through Create Lead.' },
@@ -34,7 +33,6 @@ export const ERRORS = {
   idempotency_key_reused: { status: 422, type: 'idempotency_error', message: 'This Idempotency-Key was already used with a different request body.' },
   // api_error
   internal: { status: 500, type: 'api_error', message: 'Something went wrong on our side. The error has been logged.' },
-  unavailable: { status: 503, type: 'api_error', message: 'The service is not ready.' },
 } as const satisfies Record<string, { status: number; type: string; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
