@@ -60,7 +60,7 @@ async function effects(on: string) {
   return app.store.run(async (db) => ({
     completed: (await db.selectFrom('events').select('id').where('order_id', '=', on).where('type', '=', 'order.completed').execute()).length,
     fulfillments: (await db.selectFrom('fulfillments').select('id').where('order_id', '=', on).execute()).length,
-    subscriptions: await db.selectFrom('subscriptions').select(['externally_managed', 'membership_ref', 'next_billing_at']).where('order_id', '=', on).execute(),
+    subscriptions: await db.selectFrom('subscriptions').select(['externally_managed', 'membership_ref', 'next_billing_at', 'status', 'connection_id']).where('order_id', '=', on).execute(),
   }));
 }
 
@@ -107,8 +107,13 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
     expect(e.completed).toBe(1);
     expect(e.fulfillments).toBe(1);
     expect(e.subscriptions).toHaveLength(1);
-    expect(e.subscriptions[0]).toMatchObject({ externally_managed: true, next_billing_at: null });
-    expect(e.subscriptions[0]!.membership_ref).toMatch(/^mem_/);
+    const sub = e.subscriptions[0]!;
+    expect(sub).toMatchObject({ externally_managed: true, status: 'trialing', connection_id: connectionId });
+    expect(sub.membership_ref).toMatch(/^mem_/);
+    // Status and next billing date are the provider's membership's, not computed here (spec 2.9).
+    const m = await (await fetch(`${sandboxApiBaseUrl(sandbox.url, 'sandbox')}/memberships/${sub.membership_ref}`, { headers: { authorization: 'Bearer key_extpay_full' } })).json();
+    expect(m.status).toBe('trialing');
+    expect(sub.next_billing_at!.toISOString()).toBe(new Date(m.renewal_period_end).toISOString());
   });
 
   it('Capture: 202 while the provider holds the money, 422 on failure or a foreign receipt, 404 with nothing to capture', async () => {

@@ -58,7 +58,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
   const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter }, threeDsPort(threeDsAdapter), connections, extpayAdapter);
   const fulfillments = new FulfillmentsService(store);
-  const subscriptions = new SubscriptionsService(store);
+  const subscriptions = new SubscriptionsService(store, connections, extpayAdapter);
   const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);
   return {
     config,

@@ -26,6 +26,16 @@ export const ERRORS = {
   payment_in_progress: { status: 409, type: 'invalid_request_error', message: 'A payment for this order is already in progress; retry in a moment.' },
   no_saved_payment_method: { status: 422, type: 'invalid_request_error', message: 'No saved payment method found for this order.' },
   provider_not_configured: { status: 422, type: 'invalid_request_error', message: 'The external checkout provider is not configured for this team.' },
+  provider_rejected: { status: 409, type: 'invalid_request_error', message: 'The external checkout provider refused the request.' },
+  subscription_externally_managed: { status: 409, type: 'invalid_request_error', message: 'Subscription is managed by a third party and cannot be billed manually.' },
+  membership_missing: {
+    status: 409,
+    type: 'invalid_request_error',
+    message: 'This subscription is billed by the provider but has no membership reference yet: run Sync from Provider to recover it.',
+  },
+  subscription_not_actionable: { status: 409, type: 'invalid_request_error', message: 'This subscription cannot do that in its current state.' },
+  rebill_unavailable: { status: 409, type: 'invalid_request_error', message: 'Rebill Now is not available for this subscription.' },
+  webhook_not_ready: { status: 409, type: 'invalid_request_error', message: 'The payment this event names is still being recorded; deliver it again.' },
   // card_error: the payment was attempted and refused
   payment_declined: { status: 402, type: 'card_error', message: 'The payment was declined.' },
   // idempotency_error

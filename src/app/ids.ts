@@ -45,6 +45,7 @@ export const ID_PREFIX = {
   couponRedemption: 'red',
   inboundWebhook: 'iwh',
   extpayConnection: 'xc',
+  dispute: 'dp',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -160,6 +160,10 @@ export interface OrdersTable {
   refunded_total: Defaulted<number>;
   coupon_id: ColumnType<string | null, string | null | undefined, string | null>;
   completed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  subscription_id: ColumnType<string | null, string | null | undefined, string | null>;
+  rebill_of: ColumnType<string | null, string | null | undefined, string | null>;
+  needs_qa: Defaulted<boolean>;
+  qa_reason: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -218,6 +222,9 @@ export interface TransactionsTable {
   upsell_id: ColumnType<string | null, string | null | undefined, string | null>;
   connection_id: ColumnType<string | null, string | null | undefined, string | null>;
   checkout_ref: ColumnType<string | null, string | null | undefined, string | null>;
+  plan_ref: ColumnType<string | null, string | null | undefined, string | null>;
+  provisional: Defaulted<boolean>;
+  requested_amount: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
 }
 
@@ -249,6 +256,7 @@ export interface SubscriptionsTable {
   next_billing_at: Date | null;
   externally_managed: Defaulted<boolean>;
   membership_ref: string | null;
+  connection_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -338,6 +346,8 @@ export interface PaymentMethodsTable {
   last4: string;
   exp: string;
   is_test: Defaulted<boolean>;
+  connection_id: ColumnType<string | null, string | null | undefined, string | null>;
+  member_ref: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 
@@ -454,6 +464,22 @@ export interface InboundWebhooksTable {
   received_at: Timestamp;
 }
 
+export interface DisputesTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  order_id: string;
+  transaction_id: string;
+  provider_ref: string;
+  status: string;
+  reason: string | null;
+  amount: number;
+  currency: string;
+  chargeback_id: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface ExtpayConnectionsTable {
   seq: Generated<number>;
   id: string;
@@ -502,6 +528,7 @@ export interface DB {
   coupon_redemptions: CouponRedemptionsTable;
   inbound_webhooks: InboundWebhooksTable;
   extpay_connections: ExtpayConnectionsTable;
+  disputes: DisputesTable;
 }
 
 export type Row<T extends keyof DB> = Selectable<DB[T]>;

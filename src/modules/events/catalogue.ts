@@ -11,6 +11,9 @@ export const EVENT_CATALOGUE = {
   'refund.created': 'A refund of a charge was approved by the gateway.',
   'charge.voided': 'A charge was voided before settlement.',
   'subscription.created': 'A subscription was created for a recurring or trial line at completion.',
+  'subscription.updated': 'A subscription changed state (cancel, pause, restart, reactivate, a failed renewal, or a provider sync).',
+  'subscription.renewed': 'A subscription renewed: the renewal is recorded as a new rebill order (the object is that order).',
+  'order.disputed': 'A dispute (chargeback or early warning) was opened or updated on an order; the order is flagged for QA.',
 } as const;
 
 export type EventType = keyof typeof EVENT_CATALOGUE;

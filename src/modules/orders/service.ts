@@ -7,11 +7,12 @@ import type { Address, NewRow, Row } from '../../db/schema.ts';
 import type { CatalogService } from '../catalog/service.ts';
 import type { EventsService } from '../events/service.ts';
 import type { FulfillmentsService } from '../fulfillments/service.ts';
-import { type SubscriptionsService, subscriptionView } from '../subscriptions/service.ts';
+import { type ExternalBilling, type SubscriptionsService, subscriptionView } from '../subscriptions/service.ts';
 import { customerView, type CustomersService, normalizeEmail } from '../customers/service.ts';
 import type { ChargeOutcome } from '../payments/outcomes.ts';
-import type { ExtpayEmbedCheckout } from '../../providers/extpay/types.ts';
-import { cardOf, type ChargeResult, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
+import type { ExtpayEmbedCheckout, ExtpayMembership, ExtpayPayment } from '../../providers/extpay/types.ts';
+import { membershipState } from '../../providers/extpay/status.ts';
+import { cardOf, type ChargeResult, type FirstPaymentOutcome, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
 import * as repo from './repo.ts';
 import type { CreateLeadBody, CreateOrderBody, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
 import { assertOrderMove, type OrderStatus, PAYABLE, UPSELLABLE } from './states.ts';
@@ -111,6 +112,15 @@ function totalsOf(lines: Array<{ line_total: number; shipping: number }>, discou
   const subtotal = lines.reduce((s, l) => s + l.line_total, 0);
   const shipping_total = lines.reduce((s, l) => s + l.shipping, 0);
   return { subtotal, shipping_total, discount_total: discount, total: Math.max(0, subtotal + shipping_total - discount) };
+}
+
+/** An extpay payment the provider reports paid, as the first-payment settlement takes it. */
+export function paidExternally(p: ExtpayPayment): FirstPaymentOutcome {
+  return {
+    approved: true,
+    paymentMethod: null,
+    external: { paymentRef: p.id, memberRef: p.memberId, membershipRef: p.membershipId, cardBrand: p.cardBrand, cardLast4: p.cardLast4 },
+  };
 }
 
 function sameAddress(a: Address | null, b: Address | undefined): boolean {
@@ -706,16 +716,15 @@ export class OrdersService {
     if (!result || result.kind === 'error') return failed(receiptId ? 'no such receipt.' : 'no payment has been made in the checkout yet.');
     if (!belongs) return failed('the receipt does not belong to this order.');
     if (result.kind === 'approved') {
-      const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: result.payment.memberId }, undefined, {
-        membershipRef: result.payment.membershipId,
-      });
+      const membership = await this.payments.membershipOf(teamId, txn.connection_id!, result.payment.membershipId);
+      const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, paidExternally(result.payment), undefined, membership);
       return { httpStatus: 200, success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
     }
     if (result.kind === 'pending') {
-      const view = await this.markUnderReview(teamId, order.id, txn.id);
+      const view = await this.markUnderReview(teamId, order.id, txn.id, undefined, result.paymentId);
       return { httpStatus: 202, success: true, message: 'The provider has the payment but has not settled it yet; the order completes when it confirms.', data: view };
     }
-    const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: result.code, message: result.message });
+    const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: result.code, message: result.message, paymentRef: result.paymentId });
     if (done.view.payment_status === 'completed') return { httpStatus: 200, success: true, message: 'Payment already captured.', data: done.view };
     return failed(result.message);
   }
@@ -730,9 +739,10 @@ export class OrdersService {
     teamId: string,
     orderId: string,
     txnId: string,
-    outcome: { approved: true; paymentMethod: string | null } | { approved: false; code: string; message: string },
+    outcome: FirstPaymentOutcome,
     guard?: (trx: Tx) => Promise<boolean>,
-    external?: { membershipRef: string | null },
+    /** extpay: the membership as the provider reported it, mirrored onto the subscription. */
+    membership?: ExtpayMembership | null,
   ): Promise<{ already: boolean; view: OrderView }> {
     const r = await this.store.transaction(async (trx) => {
       const order = (await repo.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
@@ -740,7 +750,7 @@ export class OrdersService {
       if (order.payment_status === 'completed') return { already: true, view: await this.view(trx, teamId, order) };
       const settled = await this.payments.settlePending(trx, teamId, txnId, order.customer_id, outcome);
       if (!settled) return { already: true, view: await this.view(trx, teamId, order) };
-      if (!settled.paymentMethod) {
+      if (!outcome.approved) {
         assertOrderMove(order.status, 'declined');
         const declined = await repo.updateOrder(trx, teamId, order.id, { status: 'declined', payment_status: 'declined', payment_started_at: null });
         await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.declined', data: { transactions: [txnId], from_status: order.status, to_status: 'declined' } }]);
@@ -752,10 +762,20 @@ export class OrdersService {
       const paid = await repo.updateOrder(trx, teamId, order.id, {
         status: 'processing',
         payment_status: 'completed',
-        payment_method_id: settled.paymentMethod.id,
+        payment_method_id: settled.paymentMethod?.id ?? null,
         payment_started_at: null,
       });
       await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.captured', data: { transaction: txnId, from_status: order.status } }]);
+      const t = settled.transaction;
+      const external: ExternalBilling | undefined =
+        t.connection_id && outcome.approved && outcome.external
+          ? {
+              connectionId: t.connection_id,
+              membershipRef: membership?.id ?? outcome.external.membershipRef,
+              status: membership ? membershipState(membership) : null,
+              nextBillingAt: membership?.renewalPeriodEnd ? new Date(membership.renewalPeriodEnd) : null,
+            }
+          : undefined;
       const done = await this.finalizeCompletion(trx, teamId, paid, external);
       return { already: false, view: done.order };
     });
@@ -763,10 +783,11 @@ export class OrdersService {
     return r;
   }
 
-  private async markUnderReview(teamId: string, orderId: string, txnId: string, guard?: (trx: Tx) => Promise<boolean>): Promise<OrderView> {
+  async markUnderReview(teamId: string, orderId: string, txnId: string, guard?: (trx: Tx) => Promise<boolean>, paymentRef?: string): Promise<OrderView> {
     return this.store.transaction(async (trx) => {
       const order = (await repo.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
       if (guard && !(await guard(trx))) return this.view(trx, teamId, order);
+      if (paymentRef) await this.payments.notePaymentRef(trx, teamId, txnId, paymentRef);
       if (order.payment_status !== 'pending_redirect') return this.view(trx, teamId, order);
       assertOrderMove(order.status, 'pending_external_confirmation');
       const updated = await repo.updateOrder(trx, teamId, order.id, { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' });
@@ -848,7 +869,7 @@ export class OrdersService {
   }
 
   /** The one completion path, under the order's row lock; later payment confirmations call it too. */
-  async finalizeCompletion(trx: Tx, teamId: string, order: Row<'orders'>, external?: { membershipRef: string | null }): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
+  async finalizeCompletion(trx: Tx, teamId: string, order: Row<'orders'>, external?: ExternalBilling): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
     if (order.status === 'completed') return { order: await this.view(trx, teamId, order), alreadyCompleted: true };
     if (order.payment_status === 'pending_redirect') {
       throw new ApiError('order_not_completable', `Order ${order.id} is waiting for the customer's redirect (pending_redirect); capture the payment before completing it.`);

@@ -99,3 +99,97 @@ export async function listStalePending(db: Executor, olderThan: Date, limit: num
     .limit(limit)
     .execute();
 }
+
+/**
+ * A payment method saved at the external provider, one row per customer, connection and member:
+ * the first payment's settlement and `setup_intent.succeeded` both land here, in either order; a
+ * provider payment method id, once known, is never replaced by "unknown".
+ */
+export async function upsertExtpayMethod(
+  db: Executor,
+  row: NewRow<'payment_methods'> & { connection_id: string; member_ref: string },
+): Promise<Row<'payment_methods'>> {
+  return db
+    .insertInto('payment_methods')
+    .values(row)
+    .onConflict((oc) =>
+      oc
+        .columns(['team_id', 'customer_id', 'connection_id', 'member_ref'])
+        .where('connection_id', 'is not', null)
+        .doUpdateSet({
+          vault_ref: sql`coalesce(excluded.vault_ref, payment_methods.vault_ref)`,
+          original_ref: sql`coalesce(payment_methods.original_ref, excluded.original_ref)`,
+          brand: sql`case when excluded.brand = 'unknown' then payment_methods.brand else excluded.brand end`,
+          last4: sql`case when excluded.last4 = '' then payment_methods.last4 else excluded.last4 end`,
+        }),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The sale a provider payment id names on one connection (first payment, upsell, or renewal). */
+export async function findExternalSale(db: Executor, teamId: string, connectionId: string, paymentRef: string, opts: { forUpdate?: boolean } = {}) {
+  let q = db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('connection_id', '=', connectionId)
+    .where('provider_ref', '=', paymentRef)
+    .where('type', '=', 'sale');
+  if (opts.forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+/** A first payment still waiting on the checkout whose plan this is. */
+export async function findPendingByPlan(db: Executor, teamId: string, connectionId: string, planRef: string) {
+  return db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('connection_id', '=', connectionId)
+    .where('plan_ref', '=', planRef)
+    .where('type', '=', 'sale')
+    .orderBy('seq', 'desc')
+    .executeTakeFirst();
+}
+
+/** Whether an upsell charge on this connection has been sent and its payment id not yet recorded. */
+export async function hasUpsellInFlight(db: Executor, teamId: string, connectionId: string): Promise<boolean> {
+  const r = await db
+    .selectFrom('transactions')
+    .select('id')
+    .where('team_id', '=', teamId)
+    .where('connection_id', '=', connectionId)
+    .where('type', '=', 'sale')
+    .where('status', '=', 'pending')
+    .where('upsell_id', 'is not', null)
+    .where('provider_ref', 'is', null)
+    .limit(1)
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/** The provisional refund a provider refund settles: by its refund id, else the oldest unsettled one of the charge. */
+export async function findRefundToSettle(db: Executor, teamId: string, saleId: string, refundRef: string) {
+  const byRef = await db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('parent_id', '=', saleId)
+    .where('type', '=', 'refund')
+    .where('provider_ref', '=', refundRef)
+    .forUpdate()
+    .executeTakeFirst();
+  if (byRef) return byRef;
+  return db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('parent_id', '=', saleId)
+    .where('type', '=', 'refund')
+    .where('provisional', '=', true)
+    .where('provider_ref', 'is', null)
+    .orderBy('seq')
+    .forUpdate()
+    .executeTakeFirst();
+}

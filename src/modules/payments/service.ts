@@ -5,7 +5,7 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Address, GatewayKind, Row } from '../../db/schema.ts';
 import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
-import type { ExtpayEmbedCheckout, ExtpayPaymentResult, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
+import type { ExtpayEmbedCheckout, ExtpayMembership, ExtpayPaymentResult, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
 import { embedCheckout, renewalPlanFor } from '../../providers/extpay/wire.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
@@ -108,6 +108,20 @@ export interface ChargeResult {
   paymentMethod: Row<'payment_methods'> | null;
   isTest: boolean;
 }
+
+/** What the provider said about an extpay payment that settled a first payment. */
+export interface ExternalPaid {
+  paymentRef: string;
+  memberRef: string | null;
+  membershipRef: string | null;
+  cardBrand: string | null;
+  cardLast4: string | null;
+}
+
+/** How a pending first payment ended (3-D Secure gateway or extpay). */
+export type FirstPaymentOutcome =
+  | { approved: true; paymentMethod: string | null; external?: ExternalPaid }
+  | { approved: false; code: string; message: string; paymentRef?: string | null };
 
 export interface ListTransactionsQuery {
   limit: number;
@@ -639,7 +653,8 @@ export class PaymentsService {
         amount: req.amount,
         currency: req.currency,
         connection_id: conn.id,
-        provider_ref: r.checkout.plan.id,
+        // The payment id is learned at Capture or from the webhook; until then the plan names it.
+        plan_ref: r.checkout.plan.id,
         checkout_ref: r.checkout.id,
         response_code: 'checkout_open',
         response_text: 'Waiting for the customer to pay in the embedded checkout',
@@ -662,21 +677,30 @@ export class PaymentsService {
     if (receiptId) {
       result = await this.extpay.retrievePayment(connection, receiptId);
     } else {
-      const list = await this.extpay.listPayments(connection, { planIds: [txn.provider_ref!] });
+      const list = await this.extpay.listPayments(connection, { planIds: [txn.plan_ref!] });
       if (list.kind === 'error') return { result: list, belongs: false };
       const newest = list.payments[0];
       result = newest ? await this.extpay.retrievePayment(connection, newest.id) : null;
     }
     if (!result || result.kind === 'error') return { result, belongs: false };
     const p = result.payment;
-    const belongs = p.planId === txn.provider_ref || p.metadata.order_number === txn.order_id;
+    const belongs = p.planId === txn.plan_ref || p.metadata.order_number === txn.order_id;
     return { result, belongs };
+  }
+
+  /** extpay: the membership a payment started, as the provider has it now; null when there is none or it cannot be read. */
+  async membershipOf(teamId: string, connectionId: string, membershipId: string | null): Promise<ExtpayMembership | null> {
+    if (!membershipId) return null;
+    const conn = await this.store.run((db) => this.connections.findLive(db, teamId, connectionId));
+    if (!conn) return null;
+    const r = await this.extpay.retrieveMembership(this.connections.connection(conn), membershipId);
+    return r.kind === 'membership' ? r.membership : null;
   }
 
   /** The order's first-payment transaction awaiting the customer or the gateway (Capture's target). */
   async findCapturable(db: Executor, teamId: string, orderId: string): Promise<Row<'transactions'> | undefined> {
     const all = await repo.listOrderTransactions(db, teamId, orderId);
-    return all.filter((t) => t.type === 'sale' && t.status === 'pending' && !t.upsell_id && t.provider_ref).at(-1);
+    return all.filter((t) => t.type === 'sale' && t.status === 'pending' && !t.upsell_id && (t.provider_ref || t.plan_ref)).at(-1);
   }
 
   /** Inbound provider events, one row per (source, event id): false when this one was seen before. */
@@ -703,21 +727,56 @@ export class PaymentsService {
 
   /**
    * Settles a pending first payment in the caller's transaction (which holds the order's row
-   * lock): approved saves the card for merchant-initiated follow-ups; declined closes it.
-   * Returns null when the transaction was already settled (the other path won).
+   * lock): approved saves the payment method for merchant-initiated follow-ups (a gateway vault
+   * token, or for extpay the provider's member and, once known, its payment method); declined
+   * closes it. Returns null when the transaction was already settled (the other path won).
    */
   async settlePending(
     trx: Tx,
     teamId: string,
     txnId: string,
     customerId: string,
-    outcome: { approved: true; paymentMethod: string | null } | { approved: false; code: string; message: string },
+    outcome: FirstPaymentOutcome,
   ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Row<'payment_methods'> | null } | null> {
     const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
     if (!txn || txn.status !== 'pending') return null;
     if (!outcome.approved) {
-      const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', response_code: outcome.code, response_text: outcome.message });
+      const t = await repo.updateTransaction(trx, teamId, txn.id, {
+        status: 'declined',
+        response_code: outcome.code,
+        response_text: outcome.message,
+        ...(outcome.paymentRef ? { provider_ref: outcome.paymentRef } : {}),
+      });
       return { transaction: t, paymentMethod: null };
+    }
+    const ext = outcome.external;
+    if (ext && txn.connection_id) {
+      const method = ext.memberRef
+        ? await repo.upsertExtpayMethod(trx, {
+            id: newId('paymentMethod'),
+            team_id: teamId,
+            customer_id: customerId,
+            connection_id: txn.connection_id,
+            member_ref: ext.memberRef,
+            vault_ref: null,
+            original_ref: ext.paymentRef,
+            brand: ext.cardBrand ?? 'unknown',
+            bin: '',
+            last4: ext.cardLast4 ?? '',
+            exp: '',
+            is_test: txn.is_test,
+          })
+        : null;
+      const t = await repo.updateTransaction(trx, teamId, txn.id, {
+        status: 'approved',
+        provider_ref: ext.paymentRef,
+        response_code: 'paid',
+        response_text: 'Paid at the external checkout provider',
+        card_brand: ext.cardBrand,
+        card_last4: ext.cardLast4,
+        payment_method_id: method?.id ?? null,
+      });
+      return { transaction: t, paymentMethod: method };
     }
     const method = await repo.insertPaymentMethod(trx, {
       id: newId('paymentMethod'),
@@ -734,6 +793,12 @@ export class PaymentsService {
     });
     const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'approved', response_code: 'succeeded', response_text: 'Approved after 3-D Secure', payment_method_id: method.id });
     return { transaction: t, paymentMethod: method };
+  }
+
+  /** extpay: the provider's payment id for a first payment still pending (learned at Capture 202 or from a webhook). */
+  async notePaymentRef(trx: Tx, teamId: string, txnId: string, paymentRef: string): Promise<void> {
+    const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
+    if (txn && txn.status === 'pending' && !txn.provider_ref) await repo.updateTransaction(trx, teamId, txnId, { provider_ref: paymentRef });
   }
 
   async get(teamId: string, id: string): Promise<TransactionView> {

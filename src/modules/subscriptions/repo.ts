@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/database.ts';
-import type { NewRow, Row } from '../../db/schema.ts';
+import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 export async function insertSubscription(db: Executor, row: NewRow<'subscriptions'>): Promise<Row<'subscriptions'>> {
   return db.insertInto('subscriptions').values(row).returningAll().executeTakeFirstOrThrow();
@@ -30,4 +30,22 @@ export async function listSubscriptions(
   if (f.createdGte) q = q.where('created_at', '>=', f.createdGte);
   if (f.createdLte) q = q.where('created_at', '<=', f.createdLte);
   return q.orderBy('seq', 'desc').limit(f.limit + 1).execute();
+}
+
+export async function findByMembership(db: Executor, teamId: string, membershipRef: string): Promise<Row<'subscriptions'>[]> {
+  return db.selectFrom('subscriptions').selectAll().where('team_id', '=', teamId).where('membership_ref', '=', membershipRef).orderBy('seq').forUpdate().execute();
+}
+
+export async function findByOrder(db: Executor, teamId: string, orderId: string): Promise<Row<'subscriptions'>[]> {
+  return db.selectFrom('subscriptions').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).orderBy('seq').forUpdate().execute();
+}
+
+export async function updateSubscription(db: Executor, teamId: string, id: string, patch: RowPatch<'subscriptions'>): Promise<Row<'subscriptions'>> {
+  return db
+    .updateTable('subscriptions')
+    .set({ ...patch, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

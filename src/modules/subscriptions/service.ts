@@ -4,6 +4,9 @@ import { newId } from '../../app/ids.ts';
 import type { Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
+import type { ExtpayMembership, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
+import { membershipState } from '../../providers/extpay/status.ts';
+import type { ConnectionsService } from '../connections/service.ts';
 import * as repo from './repo.ts';
 
 export function subscriptionView(s: Row<'subscriptions'>) {
@@ -36,13 +39,49 @@ export function addInterval(from: Date, unit: string, count: number): Date {
   return d;
 }
 
+/**
+ * extpay (spec 2.9): the provider bills. Status and next billing date come from its membership,
+ * never computed here; without a membership yet, the next billing date stays unknown (null).
+ */
+export interface ExternalBilling {
+  connectionId: string;
+  membershipRef: string | null;
+  /** The membership's mirrored state (status.ts `membershipState`), when it was read. */
+  status?: string | null;
+  nextBillingAt?: Date | null;
+}
+
 export interface RecurringLine {
   offer: Row<'offers'>;
   quantity: number;
 }
 
 export class SubscriptionsService {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly connections: ConnectionsService,
+    private readonly extpay: ExtpayProviderAdapter,
+  ) {}
+
+  /**
+   * Mirrors a provider membership onto the externally managed subscriptions that carry its
+   * reference (spec 2.9: status and next billing date are the provider's, never computed). With
+   * `recover`, subscriptions of that order still lacking a reference (a missed payment.succeeded)
+   * take this one. Returns the rows that changed, in the caller's transaction.
+   */
+  async applyMembership(trx: Tx, teamId: string, membership: ExtpayMembership, recover?: { orderId: string }): Promise<Row<'subscriptions'>[]> {
+    const status = membershipState(membership);
+    const nextBillingAt = membership.renewalPeriodEnd ? new Date(membership.renewalPeriodEnd) : null;
+    let rows = await repo.findByMembership(trx, teamId, membership.id);
+    if (rows.length === 0 && recover) rows = (await repo.findByOrder(trx, teamId, recover.orderId)).filter((r) => r.externally_managed && !r.membership_ref);
+    const changed: Row<'subscriptions'>[] = [];
+    for (const r of rows) {
+      const same = r.status === status && r.membership_ref === membership.id && (r.next_billing_at?.getTime() ?? null) === (nextBillingAt?.getTime() ?? null);
+      if (same) continue;
+      changed.push(await repo.updateSubscription(trx, teamId, r.id, { status, membership_ref: membership.id, next_billing_at: nextBillingAt }));
+    }
+    return changed;
+  }
 
   /**
    * At completion: one subscription per recurring or trial line, billed by us (not externally
@@ -55,7 +94,7 @@ export class SubscriptionsService {
     lines: RecurringLine[],
     now = new Date(),
     /** extpay: the provider bills; status and next billing date are mirrored from it, never computed. */
-    external?: { membershipRef: string | null },
+    external?: ExternalBilling,
   ) {
     const created: Row<'subscriptions'>[] = [];
     for (const { offer, quantity } of lines) {
@@ -72,11 +111,13 @@ export class SubscriptionsService {
           status: trial ? 'trialing' : 'active',
           externally_managed: external !== undefined,
           membership_ref: external?.membershipRef ?? null,
+          connection_id: external?.connectionId ?? null,
           interval_unit: offer.interval_unit,
           interval_count: offer.interval_count,
           recurring_price: (offer.recurring_price ?? 0) * quantity + (offer.recurring_shipping ?? 0),
           currency: order.currency,
-          next_billing_at: external ? null : next,
+          next_billing_at: external ? (external.nextBillingAt ?? null) : next,
+          ...(external?.status ? { status: external.status } : {}),
         }),
       );
     }
