@@ -3,6 +3,7 @@ import { CatalogService } from '../modules/catalog/service.ts';
 import { IdempotencyService } from '../modules/idempotency/service.ts';
 import { OrdersService } from '../modules/orders/service.ts';
 import { ConnectionsService } from '../modules/connections/service.ts';
+import { ExtpayEventsService } from '../modules/orders/extpay-events.ts';
 import { CustomersService } from '../modules/customers/service.ts';
 import { extpayAdapter } from '../providers/extpay/adapter.ts';
 import { EventsService } from '../modules/events/service.ts';
@@ -42,6 +43,7 @@ export interface AppContext {
     webhooks: WebhooksService;
     mail: MailService;
     connections: ConnectionsService;
+    extpayEvents: ExtpayEventsService;
   };
 }
 
@@ -58,7 +60,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
   const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter }, threeDsPort(threeDsAdapter), connections, extpayAdapter);
   const fulfillments = new FulfillmentsService(store);
-  const subscriptions = new SubscriptionsService(store, connections, extpayAdapter);
+  const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, payments, events);
   const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);
   return {
     config,
@@ -77,6 +79,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       gateways,
       events,
       connections,
+      extpayEvents: new ExtpayEventsService(store, orders, payments),
       webhooks,
       mail,
     },

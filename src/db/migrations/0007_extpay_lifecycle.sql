@@ -10,11 +10,12 @@ ALTER TABLE transactions ADD COLUMN provisional boolean NOT NULL DEFAULT false;
 ALTER TABLE transactions ADD COLUMN requested_amount bigint;
 CREATE INDEX transactions_provider_ref ON transactions (team_id, provider_ref) WHERE provider_ref IS NOT NULL;
 
--- A payment method saved at the provider: the member it belongs to and, once known, the
--- provider's payment method id (vault_ref). One row per customer, connection and member.
+-- A payment method saved at the provider by one checkout (setup_future_usage off_session): the
+-- member it belongs to and, once known, the provider's payment method id (vault_ref). original_ref
+-- is the checkout that saved it: an upsell charges only what its own order's checkout saved.
 ALTER TABLE payment_methods ADD COLUMN connection_id text REFERENCES extpay_connections(id);
 ALTER TABLE payment_methods ADD COLUMN member_ref text;
-CREATE UNIQUE INDEX payment_methods_extpay_member ON payment_methods (team_id, customer_id, connection_id, member_ref)
+CREATE UNIQUE INDEX payment_methods_extpay_checkout ON payment_methods (team_id, connection_id, original_ref)
   WHERE connection_id IS NOT NULL;
 
 -- Subscriptions billed by the provider name the connection that bills them.

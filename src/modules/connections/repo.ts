@@ -37,3 +37,13 @@ export async function listConnections(db: Executor, teamId: string, f: { limit: 
   if (f.afterSeq !== null) q = q.where('seq', '<', f.afterSeq);
   return q.orderBy('seq', 'desc').limit(f.limit + 1).execute();
 }
+
+/**
+ * System lookup for inbound webhooks (every team): the live connections of one provider company,
+ * optionally one environment. The delivery's signature decides which one sent it.
+ */
+export async function findByCompany(db: Executor, companyId: string, environment?: 'sandbox' | 'production'): Promise<Row<'extpay_connections'>[]> {
+  let q = db.selectFrom('extpay_connections').selectAll().where('company_id', '=', companyId).where('deleted_at', 'is', null);
+  if (environment) q = q.where('environment', '=', environment);
+  return q.orderBy('seq').limit(50).execute();
+}

@@ -140,6 +140,15 @@ export class ConnectionsService {
     return { result: r.kind, message: TEST_MESSAGES[r.kind] };
   }
 
+  /**
+   * Inbound webhooks (spec 6.1): the connections a delivery may come from, named by the payload's
+   * company and, when the sender says, environment. Deactivated connections still receive the
+   * events of payments they started; deleted ones do not.
+   */
+  findForWebhook(companyId: string, environment?: 'sandbox' | 'production') {
+    return this.store.run((db) => repo.findByCompany(db, companyId, environment));
+  }
+
   /** A live connection by id (for follow-ups of a payment it started, whatever its Active flag). */
   findLive(db: Executor, teamId: string, id: string) {
     return repo.findConnection(db, teamId, id);

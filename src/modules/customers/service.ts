@@ -1,7 +1,7 @@
 import { notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
-import type { Executor, Store } from '../../db/database.ts';
+import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
@@ -73,6 +73,11 @@ export class CustomersService {
       if (!c) throw notFound('Customer');
       return noteView(await repo.insertNote(trx, { id: newId('note'), team_id: teamId, customer_id: c.id, body, author }));
     });
+  }
+
+  /** A note written by the system (a dispute, for example), in the caller's transaction. */
+  async addSystemNote(trx: Tx, teamId: string, customerId: string, body: string) {
+    return noteView(await repo.insertNote(trx, { id: newId('note'), team_id: teamId, customer_id: customerId, body, author: 'system' }));
   }
 
   async listNotes(teamId: string, customerNumber: string, q: ListQuery): Promise<Page<ReturnType<typeof noteView>>> {

@@ -131,3 +131,7 @@ export async function finishOrderUpsell(db: Executor, teamId: string, id: string
 export async function deleteOrderUpsell(db: Executor, teamId: string, id: string): Promise<void> {
   await db.deleteFrom('order_upsells').where('team_id', '=', teamId).where('id', '=', id).execute();
 }
+
+export async function findOrderUpsellByTransaction(db: Executor, teamId: string, transactionId: string): Promise<Row<'order_upsells'> | undefined> {
+  return db.selectFrom('order_upsells').selectAll().where('team_id', '=', teamId).where('transaction_id', '=', transactionId).forUpdate().executeTakeFirst();
+}

@@ -10,12 +10,12 @@ import type { FulfillmentsService } from '../fulfillments/service.ts';
 import { type ExternalBilling, type SubscriptionsService, subscriptionView } from '../subscriptions/service.ts';
 import { customerView, type CustomersService, normalizeEmail } from '../customers/service.ts';
 import type { ChargeOutcome } from '../payments/outcomes.ts';
-import type { ExtpayEmbedCheckout, ExtpayMembership, ExtpayPayment } from '../../providers/extpay/types.ts';
+import type { ExtpayDispute, ExtpayEmbedCheckout, ExtpayMembership, ExtpayPayment, ExtpayRefund, ExtpaySetupIntent } from '../../providers/extpay/types.ts';
 import { membershipState } from '../../providers/extpay/status.ts';
-import { cardOf, type ChargeResult, type FirstPaymentOutcome, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
+import { cardOf, type ChargeResult, disputeView, type FirstPaymentOutcome, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
 import * as repo from './repo.ts';
 import type { CreateLeadBody, CreateOrderBody, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
-import { assertOrderMove, type OrderStatus, PAYABLE, UPSELLABLE } from './states.ts';
+import { assertOrderMove, canMove, type OrderStatus, PAYABLE, UPSELLABLE } from './states.ts';
 
 /** A payment claim older than this belongs to a crashed attempt and no longer blocks a new one. */
 const PAYMENT_CLAIM_MS = 2 * 60_000;
@@ -63,6 +63,10 @@ export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: R
     refunded_total: o.refunded_total,
     coupon_id: o.coupon_id,
     completed_at: iso(o.completed_at),
+    rebill_of: o.rebill_of,
+    subscription_id: o.subscription_id,
+    needs_qa: o.needs_qa,
+    qa_reason: o.qa_reason,
     is_test: o.is_test,
     is_throttled: o.is_throttle,
     created_at: iso(o.created_at),
@@ -112,6 +116,24 @@ function totalsOf(lines: Array<{ line_total: number; shipping: number }>, discou
   const subtotal = lines.reduce((s, l) => s + l.line_total, 0);
   const shipping_total = lines.reduce((s, l) => s + l.shipping, 0);
   return { subtotal, shipping_total, discount_total: discount, total: Math.max(0, subtotal + shipping_total - discount) };
+}
+
+/** A cart line priced from the offer on our side. Shipping is charged once per line, whatever the quantity. */
+function draftLine(teamId: string, offer: Row<'offers'>, quantity: number): LineDraft {
+  return {
+    id: newId('orderLine'),
+    team_id: teamId,
+    offer_id: offer.id,
+    product_id: offer.product_id,
+    upsell_id: null,
+    name: offer.name,
+    quantity,
+    unit_price: offer.price,
+    shipping: offer.shipping,
+    line_total: offer.price * quantity,
+    billing_type: offer.billing_type,
+    fulfillment_type: offer.fulfillment_type,
+  };
 }
 
 /** An extpay payment the provider reports paid, as the first-payment settlement takes it. */
@@ -166,21 +188,7 @@ export class OrdersService {
       const offer = offers.get(p.offer_id);
       if (!offer || offer.campaign_id !== campaignId) throw invalid(`products.${i}.offer_id`, 'no such offer in this campaign');
       if (!offer.is_active) throw invalid(`products.${i}.offer_id`, 'this offer is not active');
-      return {
-        id: newId('orderLine'),
-        team_id: teamId,
-        offer_id: offer.id,
-        product_id: offer.product_id,
-        upsell_id: null,
-        name: offer.name,
-        quantity: p.quantity,
-        unit_price: offer.price,
-        // Shipping is charged once per line, whatever the quantity.
-        shipping: offer.shipping,
-        line_total: offer.price * p.quantity,
-        billing_type: offer.billing_type,
-        fulfillment_type: offer.fulfillment_type,
-      };
+      return draftLine(teamId, offer, p.quantity);
     });
   }
 
@@ -555,6 +563,7 @@ export class OrdersService {
     }
 
     const { order, method, line, claimId, customer } = claim;
+    if (method.connection_id) return this.upsellExternally(teamId, order, method, line, claimId);
     const amount = line.line_total + line.shipping;
     let result: ChargeResult;
     try {
@@ -574,41 +583,150 @@ export class OrdersService {
     const answered = await this.store.transaction(async (trx) => {
       const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
       const txn = result.transactions[0]!;
-      let updated = current;
-      if (result.outcome.kind === 'approved') {
-        const [added] = await repo.insertLines(trx, [{ ...line, order_id: order.id }]);
-        updated = await repo.updateOrder(trx, teamId, order.id, await this.retotal(trx, teamId, order.id, current.coupon_id));
-        if (current.status === 'completed') {
-          // Completed before the upsell (Capture completes a redirected payment at once): the new
-          // line still ships and, if it recurs, still renews.
-          await this.fulfillments.addLateLine(trx, teamId, order.id, added!);
-          const [offer] = await this.catalog.findOffers(trx, teamId, [added!.offer_id]);
-          const subs = await this.subscriptions.createForOrder(trx, teamId, current, [{ offer: offer!, quantity: added!.quantity }]);
-          for (const sub of subs) await this.events.emit(trx, teamId, 'subscription.created', { orderId: order.id, object: subscriptionView(sub) });
-        }
-        await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
-      } else {
-        await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
-      }
-      const view = await this.view(trx, teamId, updated);
-      await this.events.emit(trx, teamId, result.outcome.kind === 'approved' ? 'order.upsell_added' : 'order.upsell_declined', {
-        orderId: order.id,
-        object: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
-      });
-      const approved = result.outcome.kind === 'approved';
-      const response = {
-        success: approved,
-        message: approved ? 'Upsell added.' : `Upsell declined: ${result.outcome.kind === 'declined' ? result.outcome.reason : 'declined'}`,
-        data: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
-        ...(approved ? {} : { error: { type: 'card_error', code: 'payment_declined', decline_code: txn.response_code } }),
-      };
-      const httpStatus = approved ? 200 : 402;
-      const text = JSON.stringify(response);
-      await repo.finishOrderUpsell(trx, teamId, claimId, { status: approved ? 'approved' : 'declined', transaction_id: txn.id, response_status: httpStatus, response_body: text });
-      return { httpStatus, body: text };
+      const reason = result.outcome.kind === 'declined' ? result.outcome.reason : 'declined';
+      return this.applyUpsellOutcome(trx, teamId, current, line, txn, result.outcome.kind === 'approved' ? { approved: true } : { approved: false, reason }, claimId);
     });
     this.events.nudge();
     return answered;
+  }
+
+  /**
+   * An upsell's charge ended, under the order's row lock: approved adds the line and totals (and,
+   * on an order already completed, its fulfillment entry and subscription); either way the order
+   * webhook fires and the stored answer becomes the one a repeat of the request gets.
+   */
+  private async applyUpsellOutcome(
+    trx: Tx,
+    teamId: string,
+    current: Row<'orders'>,
+    line: LineDraft,
+    txn: Row<'transactions'>,
+    outcome: { approved: true } | { approved: false; reason: string },
+    claimId: string,
+  ): Promise<{ httpStatus: number; body: string }> {
+    const amount = line.line_total + line.shipping;
+    let updated = current;
+    if (outcome.approved) {
+      const [added] = await repo.insertLines(trx, [{ ...line, order_id: current.id }]);
+      updated = await repo.updateOrder(trx, teamId, current.id, await this.retotal(trx, teamId, current.id, current.coupon_id));
+      if (current.status === 'completed') {
+        // Completed before the upsell (Capture completes a redirected payment at once): the new
+        // line still ships and, if it recurs and we bill it, still renews. An extpay upsell is a
+        // one-time charge at the provider (one plan per checkout, spec 8): it starts no subscription.
+        await this.fulfillments.addLateLine(trx, teamId, current.id, added!);
+        if (!txn.connection_id) {
+          const [offer] = await this.catalog.findOffers(trx, teamId, [added!.offer_id]);
+          const subs = await this.subscriptions.createForOrder(trx, teamId, current, [{ offer: offer!, quantity: added!.quantity }]);
+          for (const sub of subs) await this.events.emit(trx, teamId, 'subscription.created', { orderId: current.id, object: subscriptionView(sub) });
+        }
+      }
+      await this.recordEvents(trx, teamId, current.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+    } else {
+      await this.recordEvents(trx, teamId, current.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+    }
+    const view = await this.view(trx, teamId, updated);
+    await this.events.emit(trx, teamId, outcome.approved ? 'order.upsell_added' : 'order.upsell_declined', {
+      orderId: current.id,
+      object: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
+    });
+    const response = {
+      success: outcome.approved,
+      message: outcome.approved ? 'Upsell added.' : `Upsell declined: ${outcome.reason}`,
+      data: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
+      ...(outcome.approved ? {} : { error: { type: 'card_error', code: 'payment_declined', decline_code: txn.response_code } }),
+    };
+    const httpStatus = outcome.approved ? 200 : 402;
+    const text = JSON.stringify(response);
+    await repo.finishOrderUpsell(trx, teamId, claimId, { status: outcome.approved ? 'approved' : 'declined', transaction_id: txn.id, response_status: httpStatus, response_body: text });
+    return { httpStatus, body: text };
+  }
+
+  /**
+   * Process Upsell on an extpay order (spec 4.3): the provider charges the payment method saved at
+   * checkout. Accepted → 202 pending_external_confirmation, and the line and total are added only
+   * when payment.succeeded arrives; declined → 402; nothing saved → "no saved payment method found".
+   */
+  private async upsellExternally(teamId: string, order: Row<'orders'>, method: Row<'payment_methods'>, line: LineDraft, claimId: string): Promise<{ httpStatus: number; body: string }> {
+    const amount = line.line_total + line.shipping;
+    let target: Awaited<ReturnType<PaymentsService['externalMethodToCharge']>>;
+    try {
+      target = await this.payments.externalMethodToCharge(teamId, order.id, method);
+    } catch (err) {
+      await this.store.run((db) => repo.deleteOrderUpsell(db, teamId, claimId));
+      throw err;
+    }
+    if (!target) {
+      await this.store.run((db) => repo.deleteOrderUpsell(db, teamId, claimId));
+      throw new ApiError(
+        'no_saved_payment_method',
+        'No saved payment method found: the checkout was not set up for future use (setup_future_usage off_session), so the provider has nothing to charge.',
+      );
+    }
+    const txn = await this.store.transaction(async (trx) => {
+      const t = await this.payments.beginExternalUpsell(trx, { teamId, orderId: order.id, amount, currency: order.currency, method, upsellId: line.upsell_id! });
+      await repo.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
+      return t;
+    });
+    const r = await this.payments.sendExternalUpsell(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
+    if (r.kind === 'error') {
+      await this.store.transaction(async (trx) => {
+        await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.providerCode ?? r.code, message: r.message });
+        await repo.deleteOrderUpsell(trx, teamId, claimId);
+      });
+      throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${r.message}`);
+    }
+    const answered = await this.store.transaction(async (trx) => {
+      const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
+      if (r.kind === 'declined') {
+        const t = await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: r.paymentId, code: r.code, message: r.message });
+        return this.applyUpsellOutcome(trx, teamId, current, line, t ?? txn, { approved: false, reason: r.message }, claimId);
+      }
+      // Accepted (pending, or even paid at once): the provider's payment.succeeded adds the line (spec 4.3).
+      await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.paymentId });
+      await this.recordEvents(trx, teamId, order.id, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: txn.id, amount, payment_id: r.paymentId } }]);
+      const view = await this.view(trx, teamId, current);
+      const text = JSON.stringify({
+        success: true,
+        message: 'Upsell accepted: the provider confirms the charge shortly, and the line is added to the order then.',
+        data: { ...view, payment_status: 'pending_external_confirmation', upsell_status: 'pending_external_confirmation', upsell_id: line.upsell_id, transaction_id: txn.id },
+      });
+      await repo.finishOrderUpsell(trx, teamId, claimId, { status: 'pending', response_status: 202, response_body: text });
+      return { httpStatus: 202, body: text };
+    });
+    this.events.nudge();
+    return answered;
+  }
+
+  /**
+   * The provider confirmed (payment.succeeded) or refused (payment.failed / a fraud denial on
+   * payment.created) an extpay upsell charge: the line is added now, or the upsell is declined.
+   * `guard` is the webhook's deduplication row, in the same transaction. Null: nothing to do.
+   */
+  async settleExternalUpsell(
+    teamId: string,
+    txn: Row<'transactions'>,
+    outcome: { approved: true; paymentRef: string } | { approved: false; paymentRef: string; code: string; message: string },
+    guard: (trx: Tx) => Promise<boolean>,
+  ): Promise<boolean> {
+    const done = await this.store.transaction(async (trx) => {
+      const current = (await repo.findOrder(trx, teamId, txn.order_id, { forUpdate: true }))!;
+      if (!(await guard(trx))) return false;
+      const claim = await repo.findOrderUpsellByTransaction(trx, teamId, txn.id);
+      const settled = await this.payments.settleExternalSale(
+        trx,
+        teamId,
+        txn.id,
+        outcome.approved ? { status: 'approved', paymentRef: outcome.paymentRef } : { status: 'declined', paymentRef: outcome.paymentRef, code: outcome.code, message: outcome.message },
+      );
+      if (!settled || !claim) return false;
+      const upsell = await this.catalog.findUpsell(trx, teamId, claim.upsell_id);
+      const [offer] = await this.catalog.findOffers(trx, teamId, [upsell!.offer_id]);
+      const line = { ...draftLine(teamId, offer!, claim.quantity), upsell_id: claim.upsell_id };
+      await this.applyUpsellOutcome(trx, teamId, current, line, settled, outcome.approved ? { approved: true } : { approved: false, reason: outcome.message }, claim.id);
+      return true;
+    });
+    if (done) this.events.nudge();
+    return done;
   }
 
   /** Refunds all or part of an approved charge through its gateway; never more than was captured. */
@@ -633,7 +751,12 @@ export class OrdersService {
       const done = await this.payments.finishReversal(trx, teamId, reversal, result);
       const approved = done.status === 'approved';
       let updated = order;
-      if (approved) {
+      if (approved && sale.status === 'pending') {
+        // A held extpay payment voided before it settled: no money moved, the order is cancelled.
+        await this.payments.settleExternalSale(trx, teamId, sale.id, { status: 'declined', paymentRef: sale.provider_ref, code: 'voided', message: 'Voided before the provider settled it' });
+        assertOrderMove(order.status, 'cancelled');
+        updated = await repo.updateOrder(trx, teamId, order.id, { status: 'cancelled', payment_status: 'voided' });
+      } else if (approved) {
         const refundedTotal = order.refunded_total + done.amount;
         const fully = refundedTotal >= order.total;
         const target: OrderStatus | null = fully ? (kind === 'void' ? 'cancelled' : 'refunded') : null;
@@ -827,6 +950,188 @@ export class OrdersService {
     return fresh ? 'processed' : 'duplicate';
   }
 
+  // ---- extpay events after the first payment (spec 4.5, 6.1) ----
+
+  /**
+   * A renewal the provider charged (payment.succeeded, billing reason subscription_cycle): a new
+   * rebill order, completed, with its own transaction and fulfillment, naming the subscription and
+   * the order that started it; the subscription mirrors the membership. Once per provider payment.
+   */
+  async recordRenewal(
+    teamId: string,
+    connectionId: string,
+    p: ExtpayPayment,
+    membership: ExtpayMembership | null,
+    guard: (trx: Tx) => Promise<boolean>,
+  ): Promise<'processed' | 'ignored' | 'duplicate'> {
+    const r = await this.store.transaction(async (trx) => {
+      const subs = await this.subscriptions.forMembership(trx, teamId, p.membershipId!);
+      if (!(await guard(trx))) return 'duplicate' as const;
+      if (subs.length === 0 || (await this.payments.findExternalSale(trx, teamId, connectionId, p.id))) return 'ignored' as const;
+      const parent = (await repo.findOrder(trx, teamId, subs[0]!.order_id, { forUpdate: true }))!;
+      const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(subs.map((x) => x.offer_id))])).map((o) => [o.id, o]));
+      // The renewal price the provider charges is recurring price × quantity + recurring shipping (spec 4.1 rule 10).
+      const drafts = subs.map((sub) => ({
+        ...draftLine(teamId, offers.get(sub.offer_id)!, 1),
+        name: `${offers.get(sub.offer_id)!.name} (renewal)`,
+        unit_price: sub.recurring_price,
+        shipping: 0,
+        line_total: sub.recurring_price,
+      }));
+      const orderId = newId('order');
+      const order = await repo.insertOrder(trx, {
+        id: orderId,
+        team_id: teamId,
+        campaign_id: parent.campaign_id,
+        customer_id: parent.customer_id,
+        status: 'completed',
+        payment_status: 'completed',
+        currency: parent.currency,
+        phone: parent.phone,
+        shipping_address: parent.shipping_address ? JSON.stringify(parent.shipping_address) : null,
+        billing_address: parent.billing_address ? JSON.stringify(parent.billing_address) : null,
+        is_test: parent.is_test,
+        subscription_id: subs[0]!.id,
+        rebill_of: parent.id,
+        completed_at: new Date(),
+        ...totalsOf(drafts),
+      });
+      const lines = await repo.insertLines(
+        trx,
+        drafts.map((d) => ({ ...d, order_id: orderId })),
+      );
+      const sale = await this.payments.recordRenewalSale(trx, teamId, orderId, connectionId, p, parent.is_test);
+      const fulfillment = await this.fulfillments.createForOrder(trx, teamId, orderId, lines);
+      const mirrored = membership ? await this.subscriptions.applyMembership(trx, teamId, membership) : [];
+      await this.recordEvents(trx, teamId, orderId, [
+        { type: 'order.created', data: { rebill_of: parent.id, subscription_id: subs[0]!.id, total: order.total } },
+        { type: 'payment.captured', data: { transaction: sale.id, payment_id: p.id } },
+        { type: 'order.completed', data: { fulfillment_id: fulfillment?.id ?? null, subscriptions: [] } },
+      ]);
+      await this.recordEvents(trx, teamId, parent.id, [{ type: 'subscription.renewed', data: { rebill_order: orderId, transaction: sale.id, payment_id: p.id } }]);
+      const view = orderView(order, (await this.customers.findMany(trx, teamId, [order.customer_id]))[0]!, lines);
+      await this.events.emit(trx, teamId, 'order.completed', { orderId, object: view });
+      await this.events.emit(trx, teamId, 'subscription.renewed', { orderId, object: view });
+      for (const sub of mirrored) await this.events.emit(trx, teamId, 'subscription.updated', { orderId: sub.order_id, object: subscriptionView(sub) });
+      return 'processed' as const;
+    });
+    if (r === 'processed') this.events.nudge();
+    return r;
+  }
+
+  /** A failed renewal (payment.failed, subscription_cycle): the subscription mirrors the membership (Past Due; the provider retries). */
+  async renewalFailed(teamId: string, p: ExtpayPayment, membership: ExtpayMembership, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'ignored' | 'duplicate'> {
+    const r = await this.store.transaction(async (trx) => {
+      const subs = await this.subscriptions.forMembership(trx, teamId, p.membershipId!);
+      if (!(await guard(trx))) return 'duplicate' as const;
+      if (subs.length === 0) return 'ignored' as const;
+      const changed = await this.subscriptions.applyMembership(trx, teamId, membership);
+      await this.recordEvents(trx, teamId, subs[0]!.order_id, [
+        { type: 'subscription.renewal_failed', data: { payment_id: p.id, amount: p.amount, reason: p.failureMessage, subscription_status: membershipState(membership) } },
+      ]);
+      for (const sub of changed) await this.events.emit(trx, teamId, 'subscription.updated', { orderId: sub.order_id, object: subscriptionView(sub) });
+      return 'processed' as const;
+    });
+    if (r === 'processed') this.events.nudge();
+    return r;
+  }
+
+  /** membership.* (spec 6.1): state sync of the subscriptions the membership bills; a missed reference is recovered by the order it names. */
+  async applyMembershipEvent(teamId: string, m: ExtpayMembership, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
+    const orderId = typeof m.metadata.order_number === 'string' ? m.metadata.order_number : null;
+    const r = await this.store.transaction(async (trx) => {
+      if (!(await guard(trx))) return 'duplicate' as const;
+      const changed = await this.subscriptions.applyMembership(trx, teamId, m, orderId ? { orderId } : undefined);
+      for (const sub of changed) {
+        await this.recordEvents(trx, teamId, sub.order_id, [{ type: 'subscription.synced', data: { subscription_id: sub.id, status: sub.status, membership: m.id } }]);
+        await this.events.emit(trx, teamId, 'subscription.updated', { orderId: sub.order_id, object: subscriptionView(sub) });
+      }
+      return 'processed' as const;
+    });
+    this.events.nudge();
+    return r;
+  }
+
+  /**
+   * refund.created / refund.updated (spec 4.5): the provisional refund takes the settled amount (the
+   * order's refunded total follows), a failed one is undone, one made at the provider is recorded.
+   */
+  async applyExternalRefund(teamId: string, sale: Row<'transactions'>, refund: ExtpayRefund, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
+    const r = await this.store.transaction(async (trx) => {
+      const order = (await repo.findOrder(trx, teamId, sale.order_id, { forUpdate: true }))!;
+      if (!(await guard(trx))) return 'duplicate' as const;
+      const res = await this.payments.settleExternalRefund(trx, teamId, sale, refund);
+      if (res.change === 'unchanged' || !res.transaction) return 'processed' as const;
+      let updated = order;
+      if (res.delta !== 0) {
+        const refundedTotal = Math.max(0, order.refunded_total + res.delta);
+        const fully = refundedTotal >= order.total && order.total > 0;
+        const target: OrderStatus | null = fully && canMove(order.status as OrderStatus, 'refunded') ? 'refunded' : null;
+        updated = await repo.updateOrder(trx, teamId, order.id, { refunded_total: refundedTotal, ...(target ? { status: target } : {}) });
+      }
+      await this.recordEvents(trx, teamId, order.id, [
+        {
+          type: `refund.${res.change}`,
+          data: { transaction: res.transaction.id, charge: sale.id, refund_id: refund.id, amount: res.transaction.amount, requested_amount: res.transaction.requested_amount },
+        },
+      ]);
+      if (res.change === 'recorded') {
+        const view = await this.view(trx, teamId, updated);
+        await this.events.emit(trx, teamId, 'refund.created', { orderId: order.id, object: { ...transactionView(res.transaction), reason: null, order: view } });
+      }
+      return 'processed' as const;
+    });
+    this.events.nudge();
+    return r;
+  }
+
+  /**
+   * dispute.created / dispute.updated (spec 4.5): the order is flagged for QA with the dispute's
+   * status and reason, a system note is added, and once the dispute is past the early warning
+   * and not won a chargeback is recorded against the charge (once).
+   */
+  async applyExternalDispute(teamId: string, sale: Row<'transactions'>, d: ExtpayDispute, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
+    const r = await this.store.transaction(async (trx) => {
+      const order = (await repo.findOrder(trx, teamId, sale.order_id, { forUpdate: true }))!;
+      if (!(await guard(trx))) return 'duplicate' as const;
+      const before = (await this.payments.listOrderDisputes(trx, teamId, order.id)).find((x) => x.provider_ref === d.id);
+      const rec = await this.payments.recordExternalDispute(trx, teamId, sale, d);
+      const reason = d.reason ?? 'no reason given';
+      const qa = `Dispute ${d.id}: ${d.status.replace(/_/g, ' ')} (${reason})`;
+      const updated = await repo.updateOrder(trx, teamId, order.id, { needs_qa: true, qa_reason: qa });
+      const events: OrderEvent[] = [];
+      if (rec.opened || before?.status !== d.status) {
+        await this.customers.addSystemNote(
+          trx,
+          teamId,
+          order.customer_id,
+          `${rec.opened ? 'Dispute opened' : 'Dispute updated'} on order ${order.id}: ${d.status.replace(/_/g, ' ')}, reason ${reason}, amount ${d.amount} ${sale.currency}.`,
+        );
+        events.push({ type: rec.opened ? 'dispute.created' : 'dispute.updated', data: { dispute: rec.dispute.id, provider_ref: d.id, status: d.status, reason: d.reason, amount: d.amount } });
+      }
+      if (rec.chargeback) events.push({ type: 'chargeback.recorded', data: { transaction: rec.chargeback.id, charge: sale.id, amount: rec.chargeback.amount, dispute: rec.dispute.id } });
+      if (events.length === 0) return 'processed' as const;
+      await this.recordEvents(trx, teamId, order.id, events);
+      const view = await this.view(trx, teamId, updated);
+      await this.events.emit(trx, teamId, 'order.disputed', { orderId: order.id, object: { ...view, dispute: disputeView(rec.dispute) } });
+      return 'processed' as const;
+    });
+    this.events.nudge();
+    return r;
+  }
+
+  /** setup_intent.succeeded (spec 6.1): the payment method the provider saved for the order's customer. */
+  async saveExternalMethod(teamId: string, checkout: Row<'transactions'>, s: ExtpaySetupIntent, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
+    return this.store.transaction(async (trx) => {
+      const order = (await repo.findOrder(trx, teamId, checkout.order_id, { forUpdate: true }))!;
+      if (!(await guard(trx))) return 'duplicate' as const;
+      const method = await this.payments.saveExternalMethod(trx, teamId, order.customer_id, checkout, s, order.is_test);
+      if (!order.payment_method_id && order.payment_status === 'completed') await repo.updateOrder(trx, teamId, order.id, { payment_method_id: method.id });
+      await this.recordEvents(trx, teamId, order.id, [{ type: 'payment_method.saved', data: { payment_method: method.id, brand: method.brand, last4: method.last4 } }]);
+      return 'processed' as const;
+    });
+  }
+
   /**
    * The stuck-payment watchdog: a redirected payment whose customer never came back, and whose
    * webhook never arrived, is re-checked with its gateway and settled through the same finalize
@@ -947,14 +1252,16 @@ export class OrdersService {
     return this.store.run(async (db) => {
       const order = await repo.findOrder(db, teamId, orderNumber);
       if (!order) throw notFound('Order');
-      const [view, events, transactions] = [
+      const [view, events, transactions, disputes] = [
         await this.view(db, teamId, order),
         await repo.eventsOf(db, teamId, order.id),
         await this.payments.orderTransactions(db, teamId, order.id),
+        await this.payments.listOrderDisputes(db, teamId, order.id),
       ];
       return {
         ...view,
         transactions: transactions.map(transactionView),
+        disputes: disputes.map(disputeView),
         events: events.map((e) => ({ id: e.id, type: e.type, data: e.data, created_at: iso(e.created_at) })),
       };
     });

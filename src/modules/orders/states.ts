@@ -20,7 +20,7 @@ export const ORDER_MOVES = {
   lead: ['pending', 'declined', 'processing', 'pending_external_confirmation', 'cancelled'],
   pending: ['declined', 'processing', 'pending_external_confirmation', 'cancelled'],
   declined: ['pending', 'processing', 'pending_external_confirmation', 'cancelled'],
-  pending_external_confirmation: ['processing', 'declined'],
+  pending_external_confirmation: ['processing', 'declined', 'cancelled'],
   processing: ['completed', 'refunded', 'cancelled'],
   completed: ['refunded', 'cancelled'],
   cancelled: [],
@@ -33,7 +33,7 @@ export const PAYABLE: readonly OrderStatus[] = ['lead', 'pending', 'declined'];
 /** Orders a one-click upsell may be added to: paid, not yet refunded or cancelled. */
 export const UPSELLABLE: readonly OrderStatus[] = ['processing', 'completed'];
 
-export const PAYMENT_STATUSES = ['pending_redirect', 'pending_external_confirmation', 'completed', 'declined'] as const;
+export const PAYMENT_STATUSES = ['pending_redirect', 'pending_external_confirmation', 'completed', 'declined', 'voided'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 export function canMove(from: OrderStatus, to: OrderStatus): boolean {

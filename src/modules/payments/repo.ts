@@ -101,24 +101,24 @@ export async function listStalePending(db: Executor, olderThan: Date, limit: num
 }
 
 /**
- * A payment method saved at the external provider, one row per customer, connection and member:
+ * A payment method saved at the external provider by one checkout (original_ref = the checkout id):
  * the first payment's settlement and `setup_intent.succeeded` both land here, in either order; a
  * provider payment method id, once known, is never replaced by "unknown".
  */
 export async function upsertExtpayMethod(
   db: Executor,
-  row: NewRow<'payment_methods'> & { connection_id: string; member_ref: string },
+  row: NewRow<'payment_methods'> & { connection_id: string; original_ref: string },
 ): Promise<Row<'payment_methods'>> {
   return db
     .insertInto('payment_methods')
     .values(row)
     .onConflict((oc) =>
       oc
-        .columns(['team_id', 'customer_id', 'connection_id', 'member_ref'])
+        .columns(['team_id', 'connection_id', 'original_ref'])
         .where('connection_id', 'is not', null)
         .doUpdateSet({
           vault_ref: sql`coalesce(excluded.vault_ref, payment_methods.vault_ref)`,
-          original_ref: sql`coalesce(payment_methods.original_ref, excluded.original_ref)`,
+          member_ref: sql`coalesce(excluded.member_ref, payment_methods.member_ref)`,
           brand: sql`case when excluded.brand = 'unknown' then payment_methods.brand else excluded.brand end`,
           last4: sql`case when excluded.last4 = '' then payment_methods.last4 else excluded.last4 end`,
         }),
@@ -164,6 +164,8 @@ export async function hasUpsellInFlight(db: Executor, teamId: string, connection
     .where('status', '=', 'pending')
     .where('upsell_id', 'is not', null)
     .where('provider_ref', 'is', null)
+    // A charge whose call never came back stops holding deliveries back after a while.
+    .where('created_at', '>', new Date(Date.now() - 10 * 60_000))
     .limit(1)
     .executeTakeFirst();
   return r !== undefined;
@@ -192,4 +194,35 @@ export async function findRefundToSettle(db: Executor, teamId: string, saleId: s
     .orderBy('seq')
     .forUpdate()
     .executeTakeFirst();
+}
+
+export async function findDispute(db: Executor, teamId: string, providerRef: string) {
+  return db.selectFrom('disputes').selectAll().where('team_id', '=', teamId).where('provider_ref', '=', providerRef).forUpdate().executeTakeFirst();
+}
+
+export async function insertDispute(db: Executor, row: NewRow<'disputes'>): Promise<Row<'disputes'>> {
+  return db.insertInto('disputes').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateDispute(db: Executor, teamId: string, id: string, patch: RowPatch<'disputes'>): Promise<Row<'disputes'>> {
+  return db
+    .updateTable('disputes')
+    .set({ ...patch, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listOrderDisputes(db: Executor, teamId: string, orderId: string): Promise<Row<'disputes'>[]> {
+  return db.selectFrom('disputes').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).orderBy('seq').execute();
+}
+
+export async function updatePaymentMethod(db: Executor, teamId: string, id: string, patch: RowPatch<'payment_methods'>): Promise<Row<'payment_methods'>> {
+  return db.updateTable('payment_methods').set(patch).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function inboundSeen(db: Executor, source: string, eventId: string): Promise<boolean> {
+  const r = await db.selectFrom('inbound_webhooks').select('id').where('source', '=', source).where('event_id', '=', eventId).executeTakeFirst();
+  return r !== undefined;
 }

@@ -5,7 +5,17 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Address, GatewayKind, Row } from '../../db/schema.ts';
 import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
-import type { ExtpayEmbedCheckout, ExtpayMembership, ExtpayPaymentResult, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
+import type {
+  ExtpayDispute,
+  ExtpayEmbedCheckout,
+  ExtpayMembership,
+  ExtpayPayment,
+  ExtpayPaymentResult,
+  ExtpayProviderAdapter,
+  ExtpayRefund,
+  ExtpaySetupIntent,
+} from '../../providers/extpay/types.ts';
+import { disputeIsChargeback, EXTPAY_REFUND_STATES } from '../../providers/extpay/status.ts';
 import { embedCheckout, renewalPlanFor } from '../../providers/extpay/wire.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
@@ -14,6 +24,9 @@ import type { PaymentInput } from '../orders/schemas.ts';
 import { type CardInput, type CardSummary, summarizeCard } from './card.ts';
 import type { ChargeOutcome, ThreeDsGatewayPort, ThreeDsOutcome } from './outcomes.ts';
 import * as repo from './repo.ts';
+
+/** The response code of an extpay refund the provider accepted but has not settled. */
+export const EXTPAY_REFUND_REQUESTED = 'refund_requested';
 
 export function transactionView(t: Row<'transactions'>) {
   return {
@@ -34,11 +47,31 @@ export function transactionView(t: Row<'transactions'>) {
     response_code: t.response_code,
     response_text: t.response_text,
     card: t.card_last4 ? { brand: t.card_brand, bin: t.card_bin, last4: t.card_last4, exp: t.card_exp } : null,
+    connection_id: t.connection_id,
+    provisional: t.provisional,
+    requested_amount: t.requested_amount,
     is_test: t.is_test,
     created_at: iso(t.created_at),
   };
 }
 export type TransactionView = ReturnType<typeof transactionView>;
+
+export function disputeView(d: Row<'disputes'>) {
+  return {
+    object: 'dispute' as const,
+    id: d.id,
+    order_number: d.order_id,
+    transaction_id: d.transaction_id,
+    provider_ref: d.provider_ref,
+    status: d.status,
+    reason: d.reason,
+    amount: d.amount,
+    currency: d.currency,
+    chargeback_transaction_id: d.chargeback_id,
+    created_at: iso(d.created_at),
+    updated_at: iso(d.updated_at),
+  };
+}
 
 /** Where a payment goes: an explicit request wins, else the campaign's router, else its gateway. */
 export interface RouteRequest {
@@ -529,7 +562,9 @@ export class PaymentsService {
     kind: 'refund' | 'void',
     target: { transactionId?: string | undefined; amount?: number | undefined },
   ): Promise<{ sale: Row<'transactions'>; reversal: Row<'transactions'> }> {
-    const sales = (await repo.listOrderTransactions(trx, teamId, orderId)).filter((t) => t.type === 'sale' && t.status === 'approved');
+    // An extpay payment whose money the provider holds (known id, not settled) can be voided too (spec 4.5).
+    const heldExternally = (t: Row<'transactions'>) => kind === 'void' && t.status === 'pending' && t.connection_id !== null && t.provider_ref !== null;
+    const sales = (await repo.listOrderTransactions(trx, teamId, orderId)).filter((t) => t.type === 'sale' && (t.status === 'approved' || heldExternally(t)));
     let sale: Row<'transactions'> | undefined;
     if (target.transactionId) {
       sale = sales.find((s) => s.id === target.transactionId);
@@ -574,6 +609,7 @@ export class PaymentsService {
 
   /** Sends the reversal to the gateway (test-card charges never reached one). Outside any transaction. */
   async sendReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<GatewayResult> {
+    if (sale.connection_id) return this.sendExternalReversal(teamId, sale, reversal);
     if (sale.response_code === 'test_card' || !sale.gateway_id || !sale.provider_ref) {
       return { kind: 'approved', transactionId: `test_${reversal.id}`, authCode: null, responseCode: 'test_card', responseText: 'Approved: test card', vaultRef: null };
     }
@@ -598,10 +634,33 @@ export class PaymentsService {
   async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: GatewayResult): Promise<Row<'transactions'>> {
     return repo.updateTransaction(trx, teamId, reversal.id, {
       status: result.kind === 'approved' ? 'approved' : 'declined',
-      provider_ref: result.transactionId,
+      provider_ref: result.transactionId || null,
       response_code: result.responseCode,
       response_text: resultText(result),
+      // extpay (spec 4.5): the amount asked for stands until refund.created carries what settled.
+      ...(result.kind === 'approved' && result.responseCode === EXTPAY_REFUND_REQUESTED ? { provisional: true, requested_amount: reversal.amount } : {}),
     });
+  }
+
+  /** extpay: refunds and voids go to the provider, which is merchant of record (spec 4.5). */
+  private async sendExternalReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<GatewayResult> {
+    const conn = await this.store.run((db) => this.connections.findLive(db, teamId, sale.connection_id!));
+    if (!conn || !sale.provider_ref) {
+      return { kind: 'error', transactionId: null, responseCode: 'provider_unavailable', responseText: 'The provider connection of this charge no longer exists.', retryable: false };
+    }
+    const connection = this.connections.connection(conn);
+    if (reversal.type === 'void') {
+      const r = await this.extpay.voidPayment(connection, { paymentId: sale.provider_ref, idempotencyKey: reversal.id });
+      if (r.kind === 'voided') return { kind: 'approved', transactionId: r.paymentId, authCode: null, responseCode: 'voided', responseText: 'Voided at the provider', vaultRef: null };
+      return { kind: 'error', transactionId: null, responseCode: r.providerCode ?? r.code, responseText: r.message, retryable: r.safeToRetry };
+    }
+    const full = reversal.amount === sale.amount && (await this.store.run((db) => repo.reversedAmount(db, teamId, sale.id))).refunded === reversal.amount;
+    const r = await this.extpay.refundPayment(connection, { paymentId: sale.provider_ref, ...(full ? {} : { amount: reversal.amount }), idempotencyKey: reversal.id });
+    if (r.kind === 'refund_requested') {
+      // No refund id yet: refund.created names it, and settles this row (repo.findRefundToSettle).
+      return { kind: 'approved', transactionId: '', authCode: null, responseCode: EXTPAY_REFUND_REQUESTED, responseText: 'Refund requested at the provider; the amount is provisional until it settles', vaultRef: null };
+    }
+    return { kind: 'error', transactionId: null, responseCode: r.providerCode ?? r.code, responseText: r.message, retryable: r.safeToRetry };
   }
 
   /**
@@ -708,6 +767,11 @@ export class PaymentsService {
     return repo.insertInbound(trx, { id: newId('inboundWebhook'), source, event_id: eventId, team_id: teamId, type, payload: JSON.stringify(payload) });
   }
 
+  /** Whether an inbound event was already applied (a cheap early answer; the effect's own transaction decides). */
+  inboundSeen(db: Executor, source: string, eventId: string): Promise<boolean> {
+    return repo.inboundSeen(db, source, eventId);
+  }
+
   listStalePending(olderThan: Date, limit: number) {
     return this.store.run((db) => repo.listStalePending(db, olderThan, limit));
   }
@@ -751,7 +815,7 @@ export class PaymentsService {
     }
     const ext = outcome.external;
     if (ext && txn.connection_id) {
-      const method = ext.memberRef
+      const method = txn.checkout_ref
         ? await repo.upsertExtpayMethod(trx, {
             id: newId('paymentMethod'),
             team_id: teamId,
@@ -759,7 +823,7 @@ export class PaymentsService {
             connection_id: txn.connection_id,
             member_ref: ext.memberRef,
             vault_ref: null,
-            original_ref: ext.paymentRef,
+            original_ref: txn.checkout_ref,
             brand: ext.cardBrand ?? 'unknown',
             bin: '',
             last4: ext.cardLast4 ?? '',
@@ -799,6 +863,272 @@ export class PaymentsService {
   async notePaymentRef(trx: Tx, teamId: string, txnId: string, paymentRef: string): Promise<void> {
     const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
     if (txn && txn.status === 'pending' && !txn.provider_ref) await repo.updateTransaction(trx, teamId, txnId, { provider_ref: paymentRef });
+  }
+
+  // ---- extpay after the checkout: upsells, renewals, refunds, disputes, saved methods ----
+
+  /** The sale a provider payment id names on one connection (first payment once known, upsell, renewal). */
+  findExternalSale(db: Executor, teamId: string, connectionId: string, paymentRef: string, opts: { forUpdate?: boolean } = {}) {
+    return repo.findExternalSale(db, teamId, connectionId, paymentRef, opts);
+  }
+
+  /**
+   * The first payment a provider payment settles: named by the checkout's metadata (our attempt id,
+   * copied by the provider onto the payment), else by the checkout's plan (unique to one checkout).
+   */
+  async findFirstPaymentFor(db: Executor, teamId: string, connectionId: string, p: { metadata: Record<string, unknown>; planId: string | null }) {
+    const attempt = typeof p.metadata.attempt_id === 'string' ? p.metadata.attempt_id : null;
+    if (attempt) {
+      const t = await repo.findTransaction(db, teamId, attempt);
+      if (t && t.connection_id === connectionId && t.type === 'sale' && !t.upsell_id) return t;
+    }
+    if (p.planId) {
+      const t = await repo.findPendingByPlan(db, teamId, connectionId, p.planId);
+      if (t && !t.upsell_id) return t;
+    }
+    return undefined;
+  }
+
+  /** Whether an upsell charge was sent on this connection and its payment id is not recorded yet. */
+  hasUpsellInFlight(db: Executor, teamId: string, connectionId: string) {
+    return repo.hasUpsellInFlight(db, teamId, connectionId);
+  }
+
+  /**
+   * extpay upsell (spec 4.3): the provider's payment method to charge, saved with the checkout
+   * (setup_future_usage off_session). Known from setup_intent.succeeded, else asked of the
+   * provider and remembered. Null: nothing was saved ("no saved payment method found").
+   */
+  async externalMethodToCharge(teamId: string, orderId: string, method: Row<'payment_methods'>): Promise<{ connection: Row<'extpay_connections'>; paymentMethodRef: string } | null> {
+    const conn = await this.store.run((db) => this.connections.findLive(db, teamId, method.connection_id!));
+    if (!conn || !method.member_ref) return null;
+    if (method.vault_ref) return { connection: conn, paymentMethodRef: method.vault_ref };
+    // setup_intent.succeeded has not arrived yet: ask the provider. Only a method saved since this
+    // order's checkout was paid can have been saved by it (an older one was saved by another checkout).
+    const connection = this.connections.connection(conn);
+    const sale = (await this.store.run((db) => repo.listOrderTransactions(db, teamId, orderId))).find((t) => t.checkout_ref === method.original_ref && t.provider_ref);
+    const paid = sale ? await this.extpay.retrievePayment(connection, sale.provider_ref!) : null;
+    const since = paid && paid.kind !== 'error' && paid.payment.createdAt ? Date.parse(paid.payment.createdAt) : null;
+    if (since === null) return null;
+    const r = await this.extpay.listPaymentMethods(connection, method.member_ref);
+    if (r.kind === 'error') {
+      if (r.code === 'not_found') return null;
+      throw new ApiError('gateway_unavailable', `The external checkout provider could not be asked for the saved payment method: ${r.message}`);
+    }
+    const first = r.methods.find((m) => m.createdAt !== null && Date.parse(m.createdAt) >= since);
+    if (!first) return null;
+    await this.store.run((db) =>
+      repo.updatePaymentMethod(db, teamId, method.id, { vault_ref: first.id, ...(first.cardBrand ? { brand: first.cardBrand } : {}), ...(first.cardLast4 ? { last4: first.cardLast4 } : {}) }),
+    );
+    return { connection: conn, paymentMethodRef: first.id };
+  }
+
+  /** Opens an extpay upsell charge: recorded pending before the provider is called, so its webhook can never find nothing. */
+  async beginExternalUpsell(trx: Tx, req: { teamId: string; orderId: string; amount: number; currency: string; method: Row<'payment_methods'>; upsellId: string }) {
+    const m = req.method;
+    return repo.insertTransaction(trx, {
+      id: newId('transaction'),
+      team_id: req.teamId,
+      order_id: req.orderId,
+      type: 'sale',
+      status: 'pending',
+      amount: req.amount,
+      currency: req.currency,
+      connection_id: m.connection_id,
+      payment_method_id: m.id,
+      upsell_id: req.upsellId,
+      card_brand: m.brand,
+      card_last4: m.last4 || null,
+      response_code: 'charging',
+      response_text: 'Charging the payment method saved at the provider',
+      is_test: m.is_test,
+    });
+  }
+
+  /** Sends an extpay upsell charge (outside any transaction); the transaction id is the idempotency key. */
+  async sendExternalUpsell(conn: Row<'extpay_connections'>, txn: Row<'transactions'>, memberRef: string, paymentMethodRef: string, title: string) {
+    return this.extpay.chargeSavedPaymentMethod(this.connections.connection(conn), {
+      memberId: memberRef,
+      paymentMethodId: paymentMethodRef,
+      currency: txn.currency,
+      amount: txn.amount,
+      title,
+      idempotencyKey: txn.id,
+    });
+  }
+
+  /** Moves a pending extpay sale on, under the caller's lock; null when it was already settled. */
+  async settleExternalSale(
+    trx: Tx,
+    teamId: string,
+    txnId: string,
+    outcome: { status: 'pending'; paymentRef: string } | { status: 'approved'; paymentRef: string } | { status: 'declined'; paymentRef: string | null; code: string; message: string },
+  ): Promise<Row<'transactions'> | null> {
+    const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
+    if (!txn || txn.status !== 'pending') return null;
+    if (outcome.status === 'pending') {
+      return repo.updateTransaction(trx, teamId, txnId, { provider_ref: outcome.paymentRef, response_code: 'pending', response_text: 'Accepted by the provider; waiting for its confirmation' });
+    }
+    if (outcome.status === 'approved') {
+      return repo.updateTransaction(trx, teamId, txnId, { provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
+    }
+    return repo.updateTransaction(trx, teamId, txnId, {
+      status: 'declined',
+      ...(outcome.paymentRef ? { provider_ref: outcome.paymentRef } : {}),
+      response_code: outcome.code,
+      response_text: outcome.message,
+    });
+  }
+
+  /** A renewal the provider charged (spec 4.5): the rebill order's own, already approved, sale. */
+  recordRenewalSale(trx: Tx, teamId: string, orderId: string, connectionId: string, p: ExtpayPayment, isTest: boolean) {
+    return repo.insertTransaction(trx, {
+      id: newId('transaction'),
+      team_id: teamId,
+      order_id: orderId,
+      type: 'sale',
+      status: 'approved',
+      amount: p.amount,
+      currency: p.currency.toUpperCase(),
+      connection_id: connectionId,
+      provider_ref: p.id,
+      plan_ref: p.planId,
+      card_brand: p.cardBrand,
+      card_last4: p.cardLast4,
+      response_code: 'paid',
+      response_text: 'Renewal paid at the external checkout provider',
+      is_test: isTest,
+    });
+  }
+
+  /**
+   * refund.created / refund.updated (spec 4.5): the provisional refund recorded at request time
+   * takes the settled amount (or fails); a refund made at the provider directly is recorded as
+   * new. Returns how much the order's refunded total moves, under the caller's order lock.
+   */
+  async settleExternalRefund(
+    trx: Tx,
+    teamId: string,
+    sale: Row<'transactions'>,
+    r: ExtpayRefund,
+  ): Promise<{ delta: number; transaction: Row<'transactions'> | null; change: 'settled' | 'failed' | 'pending' | 'recorded' | 'unchanged' }> {
+    const state = EXTPAY_REFUND_STATES[r.status];
+    const txn = await repo.findRefundToSettle(trx, teamId, sale.id, r.id);
+    if (!txn) {
+      if (state !== 'settled') return { delta: 0, transaction: null, change: 'unchanged' };
+      const t = await repo.insertTransaction(trx, {
+        id: newId('transaction'),
+        team_id: teamId,
+        order_id: sale.order_id,
+        parent_id: sale.id,
+        type: 'refund',
+        status: 'approved',
+        amount: r.amount,
+        currency: sale.currency,
+        connection_id: sale.connection_id,
+        provider_ref: r.id,
+        response_code: 'settled',
+        response_text: 'Refunded at the provider',
+        card_brand: sale.card_brand,
+        card_last4: sale.card_last4,
+        is_test: sale.is_test,
+      });
+      return { delta: r.amount, transaction: t, change: 'recorded' };
+    }
+    if (state === 'pending') {
+      if (txn.provider_ref === r.id) return { delta: 0, transaction: txn, change: 'unchanged' };
+      return { delta: 0, transaction: await repo.updateTransaction(trx, teamId, txn.id, { provider_ref: r.id }), change: 'pending' };
+    }
+    if (state === 'failed') {
+      if (txn.status !== 'approved') return { delta: 0, transaction: txn, change: 'unchanged' };
+      const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', provisional: false, provider_ref: r.id, response_code: 'refund_failed', response_text: 'The provider could not complete the refund' });
+      return { delta: -txn.amount, transaction: t, change: 'failed' };
+    }
+    if (!txn.provisional && txn.amount === r.amount && txn.status === 'approved') return { delta: 0, transaction: txn, change: 'unchanged' };
+    const before = txn.status === 'approved' ? txn.amount : 0;
+    const t = await repo.updateTransaction(trx, teamId, txn.id, {
+      status: 'approved',
+      amount: r.amount,
+      requested_amount: txn.requested_amount ?? txn.amount,
+      provisional: false,
+      provider_ref: r.id,
+      response_code: 'settled',
+      response_text: r.amount < (txn.requested_amount ?? txn.amount) ? `Settled for ${r.amount} of ${txn.requested_amount ?? txn.amount} requested` : 'Settled',
+    });
+    return { delta: r.amount - before, transaction: t, change: 'settled' };
+  }
+
+  /**
+   * dispute.created / dispute.updated (spec 4.5): the dispute's state on the order, and once it is
+   * past the early warning and not won, one chargeback transaction against the charge.
+   */
+  async recordExternalDispute(
+    trx: Tx,
+    teamId: string,
+    sale: Row<'transactions'>,
+    d: ExtpayDispute,
+  ): Promise<{ dispute: Row<'disputes'>; opened: boolean; chargeback: Row<'transactions'> | null }> {
+    let row = await repo.findDispute(trx, teamId, d.id);
+    const opened = !row;
+    if (!row) {
+      row = await repo.insertDispute(trx, {
+        id: newId('dispute'),
+        team_id: teamId,
+        order_id: sale.order_id,
+        transaction_id: sale.id,
+        provider_ref: d.id,
+        status: d.status,
+        reason: d.reason,
+        amount: d.amount,
+        currency: sale.currency,
+      });
+    } else if (row.status !== d.status || row.reason !== d.reason) {
+      row = await repo.updateDispute(trx, teamId, row.id, { status: d.status, reason: d.reason ?? row.reason });
+    }
+    let chargeback: Row<'transactions'> | null = null;
+    if (disputeIsChargeback(d) && !row.chargeback_id) {
+      chargeback = await repo.insertTransaction(trx, {
+        id: newId('transaction'),
+        team_id: teamId,
+        order_id: sale.order_id,
+        parent_id: sale.id,
+        type: 'chargeback',
+        status: 'approved',
+        amount: d.amount,
+        currency: sale.currency,
+        connection_id: sale.connection_id,
+        provider_ref: d.id,
+        response_code: d.status,
+        response_text: `Chargeback: ${d.reason ?? 'no reason given'}`,
+        card_brand: sale.card_brand,
+        card_last4: sale.card_last4,
+        is_test: sale.is_test,
+      });
+      row = await repo.updateDispute(trx, teamId, row.id, { chargeback_id: chargeback.id });
+    }
+    return { dispute: row, opened, chargeback };
+  }
+
+  listOrderDisputes(db: Executor, teamId: string, orderId: string) {
+    return repo.listOrderDisputes(db, teamId, orderId);
+  }
+
+  /** setup_intent.succeeded (spec 6.1): the provider saved the customer's payment method for off-session charges. */
+  saveExternalMethod(trx: Tx, teamId: string, customerId: string, checkout: Row<'transactions'>, s: ExtpaySetupIntent, isTest: boolean) {
+    return repo.upsertExtpayMethod(trx, {
+      id: newId('paymentMethod'),
+      team_id: teamId,
+      customer_id: customerId,
+      connection_id: checkout.connection_id!,
+      member_ref: s.memberId,
+      vault_ref: s.paymentMethodId,
+      original_ref: checkout.checkout_ref!,
+      brand: s.cardBrand ?? 'unknown',
+      bin: '',
+      last4: s.cardLast4 ?? '',
+      exp: '',
+      is_test: isTest,
+    });
   }
 
   async get(teamId: string, id: string): Promise<TransactionView> {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { errorBody } from '../../app/envelope.ts';
+import { EXTPAY_WEBHOOK_REJECTION_HTTP, type ExtpayWebhookRejection, verifyExtpayWebhook } from '../../providers/extpay/webhook.ts';
 import { THREEDS_WEBHOOK_REJECTION_HTTP, verifyThreeDsWebhook } from '../../providers/threeds/webhook.ts';
 
 /**
@@ -48,5 +49,59 @@ export async function registerGatewayWebhookRoutes(app: FastifyInstance, ctx: Ap
         return reply.code(200).send({ success: true, message: result === 'duplicate' ? 'Already processed.' : 'Processed.', data: { result } });
       },
     );
+
+    /**
+     * The external checkout provider (spec 6.1): one address for every connection. The payload's
+     * company (and environment, when sent) names the candidate connections; the one whose secret
+     * verifies the raw bytes is the sender. `?connection_id=` pins one, for setups that share a company.
+     */
+    hooks.post<{ Querystring: { connection_id?: string; environment?: string } }>(
+      '/webhooks/extpay',
+      { schema: { hide: true }, bodyLimit: 1024 * 1024 },
+      async (req, reply) => {
+        const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const companyId = companyOf(raw);
+        const env = req.query.environment === 'sandbox' || req.query.environment === 'production' ? req.query.environment : undefined;
+        let candidates = companyId ? await ctx.services.connections.findForWebhook(companyId, env) : [];
+        if (req.query.connection_id) candidates = candidates.filter((c) => c.id === req.query.connection_id);
+        if (candidates.length === 0) {
+          req.log.warn({ company_id: companyId }, 'extpay webhook for no known connection');
+          return reply.code(404).send(errorBody('not_found', 'No extpay connection matches this delivery (its company_id).'));
+        }
+        const withSecret = candidates.map((c) => ({ row: c, conn: ctx.services.connections.connection(c) })).filter((c) => c.conn.webhookSecret);
+        if (withSecret.length === 0) {
+          req.log.warn({ company_id: companyId }, 'extpay webhook refused: no webhook secret saved');
+          return reply.code(403).send(errorBody('webhook_secret_missing', 'No webhook secret is saved on the extpay connection: its webhooks cannot be verified and are refused.'));
+        }
+        let rejection: ExtpayWebhookRejection | null = null;
+        for (const c of withSecret) {
+          const verified = verifyExtpayWebhook(raw, req.headers, c.conn.webhookSecret);
+          if (!verified.ok) {
+            rejection ??= verified.reason;
+            if (verified.reason !== 'signature_mismatch') rejection = verified.reason;
+            continue;
+          }
+          const result = await ctx.services.extpayEvents.apply(c.row, verified.event);
+          req.log.info({ connection_id: c.row.id, webhook_id: verified.event.id, type: verified.event.rawType, result }, 'extpay webhook');
+          return reply.code(200).send({ success: true, message: result === 'duplicate' ? 'Already processed.' : result === 'ignored' ? 'Ignored: nothing of ours.' : 'Processed.', data: { result } });
+        }
+        req.log.warn({ company_id: companyId, reason: rejection }, 'extpay webhook rejected');
+        return reply.code(EXTPAY_WEBHOOK_REJECTION_HTTP[rejection!]).send(errorBody('webhook_signature_invalid', `The webhook was rejected: ${rejection!.replace(/_/g, ' ')}.`));
+      },
+    );
   });
+}
+
+/**
+ * The provider company a delivery names, read before verification only to find the candidate
+ * secrets (nothing acts on it until the signature checks out): `company_id`, else `data.company.id`.
+ */
+function companyOf(raw: Buffer): string | null {
+  try {
+    const j = JSON.parse(raw.toString('utf8')) as { company_id?: unknown; data?: { company?: { id?: unknown }; company_id?: unknown } };
+    const id = j.company_id ?? j.data?.company?.id ?? j.data?.company_id;
+    return typeof id === 'string' && /^biz_[A-Za-z0-9_-]{1,64}$/.test(id) ? id : null;
+  } catch {
+    return null;
+  }
 }

@@ -9,6 +9,11 @@ export async function findSubscription(db: Executor, teamId: string, id: string)
   return db.selectFrom('subscriptions').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
 }
 
+/** The row under lock, so a state check and the change it allows happen in one transaction. */
+export async function lockSubscription(db: Executor, teamId: string, id: string): Promise<Row<'subscriptions'> | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('team_id', '=', teamId).where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
 export async function listSubscriptions(
   db: Executor,
   teamId: string,

@@ -1,26 +1,125 @@
-import { z } from 'zod';
 import type { AppContext } from '../../app/context.ts';
 import { ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
-import { Id, ListQuery } from '../../app/schemas.ts';
+import { CancelSubscriptionBody, NoFieldsBody, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery } from './schemas.ts';
 
-const SubscriptionsQuery = ListQuery.extend({
-  status: z.enum(['active', 'trialing', 'past_due', 'paused', 'cancelled']).optional(),
-  customer_number: Id('cus').optional(),
-  order_number: Id('ord').optional(),
-}).strict();
+const PROVIDER_FIRST =
+  'An externally managed subscription (`externally_managed` true, billed by an extpay connection) is changed at the provider first; ' +
+  "the answer shows the provider's membership as mirrored here. When the provider refuses, nothing changes here and the answer is 409 " +
+  "`provider_rejected` carrying the provider's own message; when it cannot be reached, 502 `gateway_unavailable` (nothing changed here; " +
+  'use Sync from Provider to read the outcome). Without a membership reference yet: 409 `membership_missing` (run Sync from Provider first).';
 
 export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   const subscriptions = ctx.services.subscriptions;
+  const tags = ['records'];
+  const action = { params: SubscriptionParams, response: { 200: SubscriptionEnvelope } };
 
-  app.get('/v1/subscriptions', { schema: { tags: ['records'], summary: 'List subscriptions, newest first', querystring: SubscriptionsQuery } }, async (req) => {
+  app.get('/v1/subscriptions', { schema: { tags, summary: 'List subscriptions, newest first', querystring: SubscriptionsQuery } }, async (req) => {
     const page = await subscriptions.list(teamOf(req), req.query);
     return { success: true, message: 'OK', data: page.items, has_more: page.has_more };
   });
 
-  app.get(
-    '/v1/subscriptions/:id',
-    { schema: { tags: ['records'], summary: 'Retrieve a subscription', params: z.object({ id: Id('sub') }).strict() } },
-    async (req) => ok(await subscriptions.get(teamOf(req), req.params.id)),
+  app.get('/v1/subscriptions/:id', { schema: { tags, summary: 'Retrieve a subscription', params: SubscriptionParams } }, async (req) =>
+    ok(await subscriptions.get(teamOf(req), req.params.id)),
+  );
+
+  app.post(
+    '/v1/subscriptions/:id/cancel',
+    {
+      schema: {
+        tags,
+        summary: 'Cancel a subscription',
+        description:
+          'At once by default (`cancelled`); with `at_period_end` true it runs until the end of the period already paid for ' +
+          '(`cancel_at_period_end`). A card subscription is changed here; 409 `subscription_not_actionable` when its state does not allow it. ' +
+          PROVIDER_FIRST,
+        body: CancelSubscriptionBody,
+        ...action,
+      },
+    },
+    async (req) => {
+      const atPeriodEnd = req.body?.at_period_end ?? false;
+      const s = await subscriptions.cancelSubscription(teamOf(req), req.params.id, { atPeriodEnd });
+      return ok(s, atPeriodEnd ? 'Subscription set to cancel at the end of its period.' : 'Subscription cancelled.');
+    },
+  );
+
+  app.post(
+    '/v1/subscriptions/:id/pause',
+    {
+      schema: {
+        tags,
+        summary: 'Pause a subscription',
+        description: 'Stops billing until Restart (`paused`). A card subscription must be `active` or `trialing` (else 409 `subscription_not_actionable`). ' + PROVIDER_FIRST,
+        body: NoFieldsBody,
+        ...action,
+      },
+    },
+    async (req) => ok(await subscriptions.pauseSubscription(teamOf(req), req.params.id), 'Subscription paused.'),
+  );
+
+  app.post(
+    '/v1/subscriptions/:id/resume',
+    {
+      schema: {
+        tags,
+        summary: 'Restart a paused subscription',
+        description: 'Paused → `active`. A card subscription that is not paused: 409 `subscription_not_actionable`. ' + PROVIDER_FIRST,
+        body: NoFieldsBody,
+        ...action,
+      },
+    },
+    async (req) => ok(await subscriptions.restartSubscription(teamOf(req), req.params.id), 'Subscription restarted.'),
+  );
+
+  app.post(
+    '/v1/subscriptions/:id/reactivate',
+    {
+      schema: {
+        tags,
+        summary: 'Reactivate a cancelled subscription',
+        description:
+          '`cancelled` or `cancel_at_period_end` → `active`. For an externally managed subscription this un-cancels the membership at the ' +
+          'provider, which accepts only a membership still set to cancel at period end (an ended one is refused: 409 `provider_rejected`). ' +
+          PROVIDER_FIRST,
+        body: NoFieldsBody,
+        ...action,
+      },
+    },
+    async (req) => ok(await subscriptions.reactivateSubscription(teamOf(req), req.params.id), 'Subscription reactivated.'),
+  );
+
+  app.post(
+    '/v1/subscriptions/:id/sync',
+    {
+      schema: {
+        tags,
+        summary: 'Sync from Provider',
+        description:
+          "Reads the provider's membership again and mirrors its status and next billing date (e.g. after a missed webhook). A subscription " +
+          'without a membership reference recovers it from the order\'s first payment at the provider; 409 `membership_missing` when the ' +
+          'provider has no membership for it yet. Only externally managed subscriptions can be synced (else 409 `subscription_not_actionable`). ' +
+          "A provider that refuses: 409 `provider_rejected` with its message; one that cannot be reached: 502 `gateway_unavailable`.",
+        body: NoFieldsBody,
+        ...action,
+      },
+    },
+    async (req) => ok(await subscriptions.syncFromProvider(teamOf(req), req.params.id), 'Subscription synced from the provider.'),
+  );
+
+  app.post(
+    '/v1/subscriptions/:id/rebill',
+    {
+      schema: {
+        tags,
+        summary: 'Rebill Now',
+        description:
+          'Not available: an externally managed subscription is billed by its provider (409 `subscription_externally_managed`, "Subscription ' +
+          'is managed by a third party and cannot be billed manually."); card rebills are not built yet (409 `rebill_unavailable`). Nothing is charged.',
+        params: SubscriptionParams,
+        body: NoFieldsBody,
+      },
+    },
+    async (req) => subscriptions.rebillNow(teamOf(req), req.params.id),
   );
 }

@@ -1,13 +1,67 @@
-import { notFound } from '../../app/errors.ts';
+import { ApiError, notFound } from '../../app/errors.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
 import { newId } from '../../app/ids.ts';
 import type { Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
-import type { ExtpayMembership, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
-import { membershipState } from '../../providers/extpay/status.ts';
+import type { ExtpayConnection, ExtpayError, ExtpayMembership, ExtpayMembershipResult, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
+import { membershipState, type MirroredSubscriptionState } from '../../providers/extpay/status.ts';
 import type { ConnectionsService } from '../connections/service.ts';
+import type { EventsService } from '../events/service.ts';
+import type { PaymentsService } from '../payments/service.ts';
 import * as repo from './repo.ts';
+
+/** Every status a subscription can have: ours for card subscriptions, mirrored ones for extpay (status.ts). */
+export const SUBSCRIPTION_STATUSES = [
+  'trialing',
+  'active',
+  'past_due',
+  'paused',
+  'cancel_at_period_end',
+  'cancelled',
+  'completed',
+  'expired',
+  'pending',
+] as const satisfies readonly MirroredSubscriptionState[];
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+/** What a merchant can do to a subscription (spec 3.2): Cancel (now or at period end), Pause, Restart, Reactivate. */
+export type SubscriptionAction = 'cancel' | 'cancel_at_period_end' | 'pause' | 'resume' | 'reactivate';
+
+/**
+ * Card subscriptions (billed here): the statuses each action may start from and where it leads,
+ * checked in one place (`changeCardSubscription`). Externally managed subscriptions are not checked
+ * against this table: the provider decides, and we mirror its answer.
+ */
+export const CARD_SUBSCRIPTION_MOVES = {
+  cancel: { from: ['trialing', 'active', 'past_due', 'paused', 'cancel_at_period_end'], to: 'cancelled', done: 'cancelled' },
+  cancel_at_period_end: { from: ['trialing', 'active'], to: 'cancel_at_period_end', done: 'cancelled at period end' },
+  pause: { from: ['trialing', 'active'], to: 'paused', done: 'paused' },
+  resume: { from: ['paused'], to: 'active', done: 'restarted' },
+  reactivate: { from: ['cancelled', 'cancel_at_period_end'], to: 'active', done: 'reactivated' },
+} as const satisfies Record<SubscriptionAction, { from: readonly SubscriptionStatus[]; to: SubscriptionStatus; done: string }>;
+
+/** The provider call behind each action on an externally managed subscription, and what it asks in the merchant's words. */
+const MEMBERSHIP_CALLS: Record<SubscriptionAction, { ask: string; call: (extpay: ExtpayProviderAdapter, conn: ExtpayConnection, membershipId: string) => Promise<ExtpayMembershipResult> }> = {
+  cancel: { ask: 'cancel the membership', call: (x, c, m) => x.cancelMembership(c, m, 'immediate') },
+  cancel_at_period_end: { ask: 'cancel the membership at the end of its period', call: (x, c, m) => x.cancelMembership(c, m, 'at_period_end') },
+  pause: { ask: 'pause the membership', call: (x, c, m) => x.pauseMembership(c, m) },
+  resume: { ask: 'restart the membership', call: (x, c, m) => x.resumeMembership(c, m) },
+  reactivate: { ask: 'reactivate (un-cancel) the membership', call: (x, c, m) => x.uncancelMembership(c, m) },
+};
+
+/**
+ * A provider error → the API's. A 4xx is the provider refusing the request itself (permissions, a
+ * membership it will not move, an unknown id): 409 with its own words. Anything else (network,
+ * timeout, 5xx, an answer we cannot read) means we do not know what happened: 502, and nothing
+ * changed here; Sync from Provider reads the outcome later.
+ */
+function providerFailure(e: ExtpayError, ask: string): ApiError {
+  const data = { provider_code: e.providerCode, provider_status: e.httpStatus };
+  if (e.httpStatus !== null && e.httpStatus >= 400 && e.httpStatus < 500)
+    return new ApiError('provider_rejected', `The provider refused to ${ask}: ${e.message}`, { data });
+  return new ApiError('gateway_unavailable', `The provider could not be asked to ${ask}; nothing was changed here: ${e.message}`, { data });
+}
 
 export function subscriptionView(s: Row<'subscriptions'>) {
   return {
@@ -61,6 +115,9 @@ export class SubscriptionsService {
     private readonly store: Store,
     private readonly connections: ConnectionsService,
     private readonly extpay: ExtpayProviderAdapter,
+    /** Sync from Provider finds the order's first payment through it (the transactions are the payments module's). */
+    private readonly payments: Pick<PaymentsService, 'orderTransactions'>,
+    private readonly events: EventsService,
   ) {}
 
   /**
@@ -81,6 +138,131 @@ export class SubscriptionsService {
       changed.push(await repo.updateSubscription(trx, teamId, r.id, { status, membership_ref: membership.id, next_billing_at: nextBillingAt }));
     }
     return changed;
+  }
+
+  /** `applyMembership`, announcing each subscription that really changed (`subscription.updated`) in the same transaction. */
+  async mirrorMembership(trx: Tx, teamId: string, membership: ExtpayMembership, recover?: { orderId: string }): Promise<Row<'subscriptions'>[]> {
+    const changed = await this.applyMembership(trx, teamId, membership, recover);
+    for (const s of changed) await this.events.emit(trx, teamId, 'subscription.updated', { orderId: s.order_id, object: subscriptionView(s) });
+    return changed;
+  }
+
+  /** Cancel (spec 3.2): at once by default; `atPeriodEnd` keeps it running until the period it was paid for ends. */
+  cancelSubscription(teamId: string, id: string, opts: { atPeriodEnd: boolean }): Promise<SubscriptionView> {
+    return this.act(teamId, id, opts.atPeriodEnd ? 'cancel_at_period_end' : 'cancel');
+  }
+
+  pauseSubscription(teamId: string, id: string): Promise<SubscriptionView> {
+    return this.act(teamId, id, 'pause');
+  }
+
+  /** Restart (spec 3.2): paused → active. */
+  restartSubscription(teamId: string, id: string): Promise<SubscriptionView> {
+    return this.act(teamId, id, 'resume');
+  }
+
+  /** Reactivate (spec 3.2): cancelled or cancelling at period end → active; for extpay the membership is un-cancelled at the provider. */
+  reactivateSubscription(teamId: string, id: string): Promise<SubscriptionView> {
+    return this.act(teamId, id, 'reactivate');
+  }
+
+  /**
+   * Sync from Provider (spec 3.2): status and next billing date read again from the membership. A
+   * subscription still without a membership reference (a missed payment.succeeded, spec 7) recovers
+   * it through the order's first payment at the provider.
+   */
+  async syncFromProvider(teamId: string, id: string): Promise<SubscriptionView> {
+    const sub = await this.find(teamId, id);
+    if (!sub.externally_managed)
+      throw new ApiError('subscription_not_actionable', 'Only subscriptions billed by an external provider can be synced; this one is billed by card here.');
+    const conn = await this.billingConnection(teamId, sub);
+    const membershipId = sub.membership_ref ?? (await this.membershipOfFirstPayment(teamId, sub, conn));
+    const r = await this.extpay.retrieveMembership(conn, membershipId);
+    if (r.kind === 'error') throw providerFailure(r, 'return the membership');
+    return this.mirror(teamId, sub.id, r.membership, sub.membership_ref ? undefined : { orderId: sub.order_id });
+  }
+
+  /**
+   * Rebill Now. Externally managed: refused as spec 4.5 words it (the provider bills). Card: there is
+   * no rebill engine yet, so it is refused rather than pretended.
+   */
+  async rebillNow(teamId: string, id: string): Promise<never> {
+    const sub = await this.find(teamId, id);
+    if (sub.externally_managed) throw new ApiError('subscription_externally_managed');
+    throw new ApiError('rebill_unavailable', 'Rebill Now is not available yet for card subscriptions: card rebills are not built, so nothing was charged.');
+  }
+
+  private async find(teamId: string, id: string): Promise<Row<'subscriptions'>> {
+    const sub = await this.store.run((db) => repo.findSubscription(db, teamId, id));
+    if (!sub) throw notFound('Subscription');
+    return sub;
+  }
+
+  /**
+   * Externally managed: sent to the provider first, outside any transaction; only its answer is
+   * mirrored. A refusal or an unreachable provider changes nothing here (spec 3.2).
+   */
+  private async act(teamId: string, id: string, action: SubscriptionAction): Promise<SubscriptionView> {
+    const sub = await this.find(teamId, id);
+    if (!sub.externally_managed) return this.changeCardSubscription(teamId, id, action);
+    if (!sub.membership_ref) throw new ApiError('membership_missing');
+    const conn = await this.billingConnection(teamId, sub);
+    const { ask, call } = MEMBERSHIP_CALLS[action];
+    const r = await call(this.extpay, conn, sub.membership_ref);
+    if (r.kind === 'error') throw providerFailure(r, ask);
+    return this.mirror(teamId, sub.id, r.membership);
+  }
+
+  private async mirror(teamId: string, id: string, membership: ExtpayMembership, recover?: { orderId: string }): Promise<SubscriptionView> {
+    const { row, changed } = await this.store.transaction(async (trx) => {
+      const changed = await this.mirrorMembership(trx, teamId, membership, recover);
+      const row = await repo.findSubscription(trx, teamId, id);
+      if (!row) throw notFound('Subscription');
+      return { row, changed: changed.length };
+    });
+    if (changed > 0) this.events.nudge();
+    return subscriptionView(row);
+  }
+
+  /**
+   * Card subscriptions: the state check and the change under the row lock. The next billing date is
+   * left as it was: the status alone says whether anything is billed.
+   */
+  private async changeCardSubscription(teamId: string, id: string, action: SubscriptionAction): Promise<SubscriptionView> {
+    const move = CARD_SUBSCRIPTION_MOVES[action];
+    const row = await this.store.transaction(async (trx) => {
+      const s = await repo.lockSubscription(trx, teamId, id);
+      if (!s) throw notFound('Subscription');
+      if (!(move.from as readonly string[]).includes(s.status))
+        throw new ApiError('subscription_not_actionable', `This subscription is ${s.status}, so it cannot be ${move.done}; that needs a subscription that is ${move.from.join(' or ')}.`, {
+          data: { status: s.status },
+        });
+      const updated = await repo.updateSubscription(trx, teamId, id, { status: move.to });
+      await this.events.emit(trx, teamId, 'subscription.updated', { orderId: updated.order_id, object: subscriptionView(updated) });
+      return updated;
+    });
+    this.events.nudge();
+    return subscriptionView(row);
+  }
+
+  /** The connection that bills the subscription, decrypted; whatever its Active flag, as long as it is not deleted. */
+  private async billingConnection(teamId: string, sub: Row<'subscriptions'>): Promise<ExtpayConnection> {
+    const row = sub.connection_id ? await this.store.run((db) => this.connections.findLive(db, teamId, sub.connection_id!)) : undefined;
+    if (!row) throw new ApiError('provider_not_configured', 'The extpay connection that bills this subscription was deleted, so the provider cannot be asked.');
+    return this.connections.connection(row);
+  }
+
+  /** The membership the provider started with the order's first payment (an approved extpay sale of this connection). */
+  private async membershipOfFirstPayment(teamId: string, sub: Row<'subscriptions'>, conn: ExtpayConnection): Promise<string> {
+    const txs = await this.store.run((db) => this.payments.orderTransactions(db, teamId, sub.order_id));
+    const sale = txs.find((t) => t.type === 'sale' && t.status === 'approved' && t.upsell_id === null && t.connection_id === sub.connection_id && t.provider_ref);
+    if (!sale?.provider_ref)
+      throw new ApiError('membership_missing', 'The provider has no membership for this subscription yet: its order has no confirmed first payment at the provider.');
+    const p = await this.extpay.retrievePayment(conn, sale.provider_ref);
+    if (p.kind === 'error') throw providerFailure(p, "return the order's first payment");
+    if (!p.payment.membershipId)
+      throw new ApiError('membership_missing', `The provider has no membership for this subscription yet: payment ${p.paymentId} has not started one. Sync again later.`);
+    return p.payment.membershipId;
   }
 
   /**
@@ -122,6 +304,11 @@ export class SubscriptionsService {
       );
     }
     return created;
+  }
+
+  /** The subscriptions a provider membership bills (renewals, failed renewals), locked in the caller's transaction. */
+  forMembership(trx: Tx, teamId: string, membershipRef: string): Promise<Row<'subscriptions'>[]> {
+    return repo.findByMembership(trx, teamId, membershipRef);
   }
 
   async get(teamId: string, id: string): Promise<SubscriptionView> {
