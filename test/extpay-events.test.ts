@@ -187,6 +187,7 @@ describe('upsells on an extpay order (spec 4.3)', () => {
     const after = await until('upsell line', () => order(n), (o) => o.lines.length === before.lines.length + 1);
     expect(after.total).toBe(before.total + 900);
     expect(after.lines.at(-1)).toMatchObject({ upsell_id: funnel.upsellId });
+    expect(after.transactions.find((t: any) => t.upsell_id)).toMatchObject({ status: 'approved', amount: 900 });
     expect(await count(n, 'order.upsell_added')).toBe(1);
     // The fulfillment of the completed order is unchanged for a digital line; a repeat answers the settled state.
     const again = await team.api.post('/checkout/orders/upsell', { order_number: n, upsell_id: funnel.upsellId, quantity: 1 });
@@ -353,5 +354,41 @@ describe('refunds, voids, disputes (spec 4.5)', () => {
     await post(`${sandbox.url}/extpay/sandbox/sandbox/disputes/${opened.body.id}`, { status: 'won' });
     await until('won mirrored', () => order(n), (o) => o.disputes[0]?.status === 'won');
     expect((await order(n)).transactions.filter((t: any) => t.type === 'chargeback')).toHaveLength(0);
+  });
+});
+
+describe('the stuck-payment watchdog (worker schedule)', () => {
+  it('settles extpay payments whose webhooks never came: a paid checkout completes, an accepted upsell gets its line', async () => {
+    // A second company that sends no webhooks at all.
+    await post(`${control}/companies`, { company_id: 'biz_silent', api_keys: [{ key: 'key_silent_full' }], charge_settle_ms: 0 });
+    const c = await team.api.post('/v1/extpay-connections', { name: 'silent', api_key: 'key_silent_full', company_id: 'biz_silent', environment: 'Sandbox', webhook_secret: 'ws_silent', base_url: api });
+    const r = await team.api.post('/checkout/orders', {
+      campaign_id: funnel.campaignId,
+      currency: 'USD',
+      customer: { email: email('wd') },
+      products: [{ offer_id: funnel.offers.serum, quantity: 1 }],
+      payment: { method: 'extpay', return_url: 'https://shop.example/thanks', external_payment_id: c.body.data.id },
+    });
+    const n = r.body.data.order_number;
+    await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+    await new Promise((res) => setTimeout(res, 300));
+    expect((await order(n)).payment_status).toBe('pending_redirect');
+    const first = await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    expect(first.completed).toBeGreaterThanOrEqual(1);
+    expect(await order(n)).toMatchObject({ status: 'completed', payment_status: 'completed' });
+    expect(await count(n, 'order.completed')).toBe(1);
+
+    const up = await team.api.post('/checkout/orders/upsell', { order_number: n, upsell_id: funnel.upsellId, quantity: 1 });
+    expect(up.status, up.text).toBe(202);
+    await new Promise((res) => setTimeout(res, 300));
+    expect((await order(n)).lines).toHaveLength(1);
+    await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    expect((await order(n)).lines).toHaveLength(2);
+    expect(await count(n, 'order.upsell_added')).toBe(1);
+    // Running it again changes nothing.
+    expect((await order(n)).transactions.map((t: any) => t.status)).toEqual(['approved', 'approved']);
+    await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    expect(await count(n, 'order.completed')).toBe(1);
+    expect(await count(n, 'order.upsell_added')).toBe(1);
   });
 });

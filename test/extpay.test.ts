@@ -69,7 +69,7 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
     const r = await createOrder();
     expect(r.status, r.text).toBe(200);
     const d = r.body.data;
-    expect(d).toMatchObject({ payment_status: 'pending_redirect', redirect_required: true });
+    expect(d).toMatchObject({ payment_status: 'pending_redirect', redirect_required: true, is_test: true });
     expect(Object.keys(d.checkout).sort()).toEqual(['environment', 'plan_id', 'prefill', 'provider', 'purchase_url', 'session_id', 'setup_future_usage']);
     expect(d.checkout).toMatchObject({ provider: 'extpay', environment: 'sandbox', setup_future_usage: 'off_session', prefill: { name: 'Ada Lovelace' } });
     expect(d.checkout.prefill.email).toMatch(/@example\.com$/);

@@ -464,7 +464,12 @@ export class OrdersService {
       throw err;
     }
     return this.store.transaction(async (trx) => {
-      const updated = await repo.updateOrder(trx, teamId, order.id, { payment_status: 'pending_redirect', payment_started_at: null });
+      // A Sandbox connection is test mode (spec 2.7): its orders are test orders.
+      const updated = await repo.updateOrder(trx, teamId, order.id, {
+        payment_status: 'pending_redirect',
+        payment_started_at: null,
+        ...(started.transaction.is_test ? { is_test: true } : {}),
+      });
       await this.recordEvents(trx, teamId, order.id, [{ type: 'payment.redirect', data: { transaction: started.transaction.id, provider: 'extpay', session_id: started.checkout.session_id } }]);
       const view = orderView(updated, customer, lines);
       return {
@@ -1141,6 +1146,12 @@ export class OrdersService {
     const stale = await this.payments.listStalePending(new Date(Date.now() - olderThanMs), limit);
     const tally = { checked: 0, completed: 0, declined: 0, under_review: 0 };
     for (const txn of stale) {
+      if (txn.connection_id) {
+        tally.checked++;
+        const r = await this.reconcileExternal(txn);
+        if (r) tally[r]++;
+        continue;
+      }
       const r = await this.payments.retrieve(txn.team_id, txn);
       tally.checked++;
       if (r.kind === 'approved') {
@@ -1155,6 +1166,34 @@ export class OrdersService {
       }
     }
     return tally;
+  }
+
+  /**
+   * The watchdog for extpay: a checkout paid (or an upsell confirmed) at the provider whose
+   * webhook never came is settled the way payment.succeeded would; a checkout nobody paid is left alone.
+   */
+  private async reconcileExternal(txn: Row<'transactions'>): Promise<'completed' | 'declined' | 'under_review' | null> {
+    const teamId = txn.team_id;
+    const { result, belongs } = await this.payments.retrieveExternal(teamId, txn, txn.provider_ref ?? undefined);
+    if (!result || result.kind === 'error' || (!belongs && !txn.upsell_id)) return null;
+    if (txn.upsell_id) {
+      if (result.kind === 'pending') return null;
+      const outcome =
+        result.kind === 'approved' ? { approved: true as const, paymentRef: result.paymentId } : { approved: false as const, paymentRef: result.paymentId, code: result.code, message: result.message };
+      const done = await this.settleExternalUpsell(teamId, txn, outcome, async () => true);
+      return done ? (outcome.approved ? 'completed' : 'declined') : null;
+    }
+    if (result.kind === 'approved') {
+      const membership = await this.payments.membershipOf(teamId, txn.connection_id!, result.payment.membershipId);
+      const done = await this.finalizeFirstPayment(teamId, txn.order_id, txn.id, paidExternally(result.payment), undefined, membership);
+      return done.already ? null : 'completed';
+    }
+    if (result.kind === 'declined') {
+      const done = await this.finalizeFirstPayment(teamId, txn.order_id, txn.id, { approved: false, code: result.code, message: result.message, paymentRef: result.paymentId });
+      return done.already ? null : 'declined';
+    }
+    await this.markUnderReview(teamId, txn.order_id, txn.id, undefined, result.paymentId);
+    return 'under_review';
   }
 
   /**

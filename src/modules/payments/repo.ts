@@ -92,9 +92,17 @@ export async function listStalePending(db: Executor, olderThan: Date, limit: num
     .selectAll()
     .where('type', '=', 'sale')
     .where('status', '=', 'pending')
-    .where('upsell_id', 'is', null)
-    .where('provider_ref', 'is not', null)
+    .where((eb) =>
+      eb.or([
+        // first payments: at a 3-D Secure gateway, or an extpay checkout (its plan, or its payment once known)
+        eb.and([eb('upsell_id', 'is', null), eb.or([eb('provider_ref', 'is not', null), eb('plan_ref', 'is not', null)])]),
+        // extpay upsells the provider accepted and has not confirmed
+        eb.and([eb('upsell_id', 'is not', null), eb('connection_id', 'is not', null), eb('provider_ref', 'is not', null)]),
+      ]),
+    )
     .where('created_at', '<', olderThan)
+    // A checkout nobody paid in a day is abandoned: it stops being re-checked (and cannot crowd out newer ones).
+    .where('created_at', '>', new Date(olderThan.getTime() - 24 * 3600_000))
     .orderBy('created_at')
     .limit(limit)
     .execute();

@@ -970,7 +970,7 @@ export class PaymentsService {
       return repo.updateTransaction(trx, teamId, txnId, { provider_ref: outcome.paymentRef, response_code: 'pending', response_text: 'Accepted by the provider; waiting for its confirmation' });
     }
     if (outcome.status === 'approved') {
-      return repo.updateTransaction(trx, teamId, txnId, { provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
+      return repo.updateTransaction(trx, teamId, txnId, { status: 'approved', provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
     }
     return repo.updateTransaction(trx, teamId, txnId, {
       status: 'declined',
