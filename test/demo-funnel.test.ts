@@ -3,10 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/app/logger.ts';
-import { type DemoSeed, seedDemo } from '../src/app/seed.ts';
+import { configureExtpaySandboxCompany, type DemoSeed, extpayWebhookUrl, seedDemo } from '../src/app/seed.ts';
 import { buildServer } from '../src/app/server.ts';
 import type { Http } from '../src/app/http.ts';
+import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
+import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { DEMO_TOKEN_NAME, type DemoFunnelOptions, demoFunnelOptions, enableDemoFunnel } from '../web/demo/funnel.ts';
@@ -22,6 +24,39 @@ let browser: ApiClient;
 let demoUrl: string;
 /** The demo's 3-D Secure gateway: its sandbox api key and the webhook URL its view shows. */
 let threeds: { id: string; apiKey: string; webhookUrl: string };
+
+/** The demo's extpay connection, decrypted: the key and company the sandbox must know. */
+let extpay: { id: string; apiKey: string; companyId: string; webhookSecret: string };
+
+/** The sandbox's record of the demo extpay company. */
+async function extpayLedger(): Promise<any> {
+  return (await fetch(`${sandbox.url}/extpay/sandbox/sandbox/ledger?company_id=${encodeURIComponent(extpay.companyId)}`)).json();
+}
+
+/** The page's first step with extpay: Create Order through the funnel's backend. */
+async function extpayOrder(email: string, attemptId = `attempt-${email.replace(/[^A-Za-z0-9]/g, '')}`) {
+  return browser.post('/demo/api/extpay-order', {
+    attempt_id: attemptId,
+    email,
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    billing: { line1: '1 Main St', city: 'Springfield', postal_code: '12345', country: 'US' },
+  });
+}
+
+/**
+ * A customer paying on the provider's hosted page (what the embed's iframe posts), like
+ * test/extpay.test.ts's buy(): the sandbox's 303 back to the return URL, not followed.
+ */
+async function payOnHostedPage(purchaseUrl: string, card: string, returnUrl?: string): Promise<{ status: number; location: URL | null }> {
+  const u = new URL(purchaseUrl);
+  const form = new URLSearchParams({ session: u.searchParams.get('session')!, email: 'ada@example.com', name: 'Ada Lovelace', card_number: card, setup_future_usage: 'off_session' });
+  if (returnUrl) form.set('return_url', returnUrl);
+  const res = await fetch(`${u.origin}${u.pathname}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+  await res.text();
+  const loc = res.headers.get('location');
+  return { status: res.status, location: loc ? new URL(loc) : null };
+}
 
 /** The sandbox's record of the demo 3-D Secure account. */
 async function ledger(): Promise<any> {
@@ -79,6 +114,9 @@ beforeAll(async () => {
   browser = new ApiClient(demoUrl, undefined);
   const row = await app.ctx.store.run((db) => app.ctx.services.gateways.findGateway(db, seed.team_id, seed.threeds_gateway_id!));
   threeds = { id: row!.id, apiKey: app.ctx.services.gateways.account(row!).credentials.api_key!, webhookUrl: app.ctx.services.gateways.gatewayView(row!).webhook_url! };
+  const conn = await app.ctx.store.run((db) => app.ctx.services.connections.findLive(db, seed.team_id, seed.extpay_connection_id!));
+  const c = app.ctx.services.connections.connection(conn!);
+  extpay = { id: conn!.id, apiKey: c.apiKey, companyId: c.companyId, webhookSecret: c.webhookSecret! };
 });
 afterAll(async () => {
   await demoServer?.close();
@@ -205,6 +243,7 @@ describe('demo funnel', () => {
     expect(config.body.data.payment_methods).toEqual([
       { id: 'card', label: 'Card (sandbox gateway)' },
       { id: 'threeds', label: 'Card with 3-D Secure (sandbox 3DS gateway)' },
+      { id: 'extpay', label: 'Pay with extpay (embedded checkout)' },
     ]);
     expect(config.body.data.threeds_test_cards.map((c: { number: string }) => c.number)).toEqual(Object.values(THREEDS_CARDS));
     expect(config.body.data.threeds_test_cards).toContainEqual({ name: 'challenge', number: THREEDS_CARDS.challenge, effect: expect.stringMatching(/hosted 3-D Secure page/) });
@@ -328,6 +367,189 @@ describe('demo funnel', () => {
     expect(declined.pay.body.error).toMatchObject({ code: 'payment_declined' });
   });
 
+  it('seeds an extpay connection (Sandbox) on the sandbox and registers its company, key, webhook URL and secret there', async () => {
+    expect(seed.extpay_connection_id).toMatch(/^xc_/);
+    expect(options.extpay).toEqual({ connectionId: seed.extpay_connection_id, embedScriptUrl: `${sandbox.url}/extpay/embed.js` });
+    const merchant = new ApiClient(app.url, seed.token);
+    const conn = await merchant.get(`/v1/extpay-connections/${seed.extpay_connection_id}`);
+    expect(conn.status, JSON.stringify(conn.body)).toBe(200);
+    expect(conn.body.data).toMatchObject({
+      type: 'extpay',
+      environment: 'sandbox',
+      test_mode: true,
+      status: 'active',
+      company_id: extpay.companyId,
+      base_url: sandboxApiBaseUrl(sandbox.url, 'sandbox'),
+      webhook_secret_configured: true,
+    });
+    expect(extpay.companyId).toMatch(/^biz_[A-Za-z0-9]+$/);
+    expect(extpay.webhookSecret).toMatch(/^ws_[A-Za-z0-9]{40}$/);
+    expect(conn.text).not.toContain(extpay.apiKey);
+    expect(conn.text).not.toContain(extpay.webhookSecret);
+    // The sandbox knows the company: webhooks go to the API's /webhooks/extpay, signed with the secret.
+    const company = (await extpayLedger()).company;
+    expect(company).toMatchObject({ company_id: extpay.companyId, webhook_url: extpayWebhookUrl(app.ctx.config), webhook_secret_set: true, api_keys: [{ key_suffix: extpay.apiKey.slice(-4) }] });
+    expect(company.webhook_url).toBe(`http://${app.ctx.config.host}:${app.ctx.config.port}/webhooks/extpay`);
+    // … and its key: the connection test authenticates and may create checkouts.
+    const test = await merchant.post(`/v1/extpay-connections/${seed.extpay_connection_id}/test`);
+    expect(test.body.data, JSON.stringify(test.body)).toMatchObject({ result: 'connected' });
+    // A second registration (every start does one) changes nothing.
+    expect(await configureExtpaySandboxCompany(app.ctx, seed.team_id, extpay.id)).toBe(true);
+    expect((await extpayLedger()).company).toEqual(company);
+  });
+
+  it('PUBLIC_BASE_URL names the webhook address; an unreachable sandbox gives a warning without key or secret', async () => {
+    expect(extpayWebhookUrl({ publicBaseUrl: 'https://shop.example/', host: '0.0.0.0', port: 3000 })).toBe('https://shop.example/webhooks/extpay');
+    expect(extpayWebhookUrl({ publicBaseUrl: undefined, host: '127.0.0.1', port: 3000 })).toBe('http://127.0.0.1:3000/webhooks/extpay');
+    const team = await app.newTeam('Unreachable sandbox');
+    const down = await team.api.post('/v1/extpay-connections', {
+      name: 'down',
+      api_key: 'apik_down_0123456789abcdef',
+      company_id: 'biz_down',
+      environment: 'Sandbox',
+      webhook_secret: 'ws_down_secret_0123456789',
+      base_url: sandboxApiBaseUrl('http://127.0.0.1:9', 'sandbox'),
+    });
+    expect(down.status, down.text).toBe(201);
+    const warnings: string[] = [];
+    const ok = await configureExtpaySandboxCompany(app.ctx, team.teamId, down.body.data.id, { warn: (obj, msg) => warnings.push(`${msg} ${JSON.stringify(obj)}`) });
+    expect(ok).toBe(false);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('http://127.0.0.1:9/extpay/sandbox/sandbox/companies');
+    expect(warnings[0]).not.toContain('apik_down_0123456789abcdef');
+    expect(warnings[0]).not.toContain('ws_down_secret_0123456789');
+  });
+
+  it('offers "Pay with extpay (embedded checkout)": the embed loader, its mount point and the provider\'s test cards', async () => {
+    const checkout = await browser.get('/demo', { accept: 'text/html' });
+    expect(checkout.text).toContain('<input type="radio" name="method" value="extpay">');
+    expect(checkout.text).toContain('Pay with extpay (embedded checkout)');
+    expect(checkout.text).toContain(`id="extpay-checkout" class="embed" data-embed-src="${sandbox.url}/extpay/embed.js"`);
+    for (const number of Object.values(EXTPAY_CARDS)) expect(checkout.text).toContain(`<code>${number.replace(/(\d{4})(?=\d)/g, '$1 ')}</code>`);
+    expect(checkout.text).not.toContain(options.token);
+    expect(checkout.text).not.toContain(extpay.apiKey);
+    const config = await browser.get('/demo/api/config');
+    expect(config.body.data.extpay_embed_script_url).toBe(`${sandbox.url}/extpay/embed.js`);
+    expect(config.body.data.extpay_test_cards.map((c: { number: string }) => c.number)).toEqual(Object.values(EXTPAY_CARDS));
+    // The loader the page mounts is there, with Whop's attribute names.
+    const loader = await fetch(`${sandbox.url}/extpay/embed.js`);
+    expect(loader.status).toBe(200);
+    expect(await loader.text()).toContain('whopCheckoutOnComplete');
+  });
+
+  it('extpay: Create Order (checkout object) → the provider\'s page → /demo/return → Capture 200 completed → upsell → thank-you read', async () => {
+    const email = 'ada.extpay@example.com';
+    const created = await extpayOrder(email);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const d = created.body.data;
+    const orderNumber = d.order_number as string;
+    expect(d).toMatchObject({ payment_status: 'pending_redirect', redirect_required: true, total: 4395, customer: { email } });
+    expect(d.checkout).toMatchObject({ provider: 'extpay', environment: 'sandbox', setup_future_usage: 'off_session', prefill: { email, name: 'Ada Lovelace' } });
+    expect(d.checkout.session_id).toMatch(/^ch_/);
+    expect(d.checkout.purchase_url).toBe(`${sandbox.url}/extpay/sandbox/checkout/${d.checkout.plan_id}?session=${d.checkout.session_id}`);
+    expect(d.redirect_url).toBe(d.checkout.purchase_url);
+    // One order per click: the same attempt replays the first answer (the backend's Idempotency-Key).
+    expect((await extpayOrder(email)).text).toBe(created.text);
+    // Create Order, not a lead + Process Payment; pinned to the demo connection.
+    const merchant = new ApiClient(app.url, seed.token);
+    const pending = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(pending).toMatchObject({ status: 'pending', payment_status: 'pending_redirect' });
+    expect(pending.transactions).toEqual([expect.objectContaining({ status: 'pending', connection_id: extpay.id })]);
+    expect(pending.billing_address).toMatchObject({ line1: '1 Main St', country: 'US' });
+    // Nothing advances before Capture.
+    expect((await browser.post('/demo/api/upsell', { order_number: orderNumber })).status).toBe(409);
+    expect((await browser.post('/demo/api/complete', { order_number: orderNumber })).status).toBe(409);
+
+    // Paid on the provider's hosted page, which sends the browser back to the funnel's return URL.
+    const paid = await payOnHostedPage(d.checkout.purchase_url, EXTPAY_CARDS.paid);
+    expect(paid.status).toBe(303);
+    expect(`${paid.location!.origin}${paid.location!.pathname}`).toBe(`${demoUrl}/demo/return`);
+    expect(paid.location!.searchParams.get('method')).toBe('extpay');
+    const receipt = paid.location!.searchParams.get('payment_id');
+    expect(receipt).toMatch(/^pay_/);
+    const page = await browser.get(`${paid.location!.pathname}${paid.location!.search}`, { accept: 'text/html' });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('data-page="return"');
+
+    // What that page (or the embed's on-complete) does: Capture with the receipt id.
+    const capture = await browser.post('/demo/api/capture', { order_number: orderNumber, payment_id: receipt });
+    expect(capture.status, JSON.stringify(capture.body)).toBe(200);
+    expect(capture.body).toMatchObject({ success: true, data: { order_number: orderNumber, payment_status: 'completed', status: 'completed' } });
+    expect(capture.body.message).toMatch(/^Payment (already )?captured\.$/);
+    const settled = (await extpayLedger()).payments.find((p: { id: string }) => p.id === receipt);
+    expect(settled).toMatchObject({ status: 'paid', total: 43.95 });
+
+    // The one-click upsell: whatever the API answers on an extpay order (202 accepted, 402
+    // declined) is what the page gets; a repeat of the API call replays it.
+    const upsell = await browser.post('/demo/api/upsell', { order_number: orderNumber });
+    expect([202, 402], JSON.stringify(upsell.body)).toContain(upsell.status);
+    const direct = await merchant.post('/checkout/orders/upsell', { order_number: orderNumber, upsell_id: options.upsells[0], quantity: 1 });
+    expect([direct.status, direct.text]).toEqual([upsell.status, upsell.text]);
+    if (upsell.status === 202) expect(upsell.body).toMatchObject({ success: true, data: { payment_status: 'pending_external_confirmation' } });
+
+    const complete = await browser.post('/demo/api/complete', { order_number: orderNumber });
+    expect(complete.status, JSON.stringify(complete.body)).toBe(200);
+    // The thank-you page reads the order as it stands, and only what it shows.
+    const shown = await browser.get(`/demo/api/orders/${orderNumber}`);
+    expect(shown.status, JSON.stringify(shown.body)).toBe(200);
+    expect(Object.keys(shown.body.data).sort()).toEqual(['currency', 'customer', 'discount_total', 'is_test', 'lines', 'order_number', 'payment_status', 'shipping_total', 'status', 'subtotal', 'total', 'upsells_pending']);
+    expect(shown.body.data).toMatchObject({ order_number: orderNumber, status: 'completed', payment_status: 'completed', customer: { email }, lines: [{ name: 'Glow Serum, one bottle', quantity: 1 }] });
+    expect(shown.text).not.toContain('1 Main St');
+    // An accepted upsell waits for the provider's payment.succeeded (this test app receives no webhooks).
+    expect(shown.body.data.upsells_pending).toBe(upsell.status === 202 ? 1 : 0);
+    const order = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(order.events.filter((e: { type: string }) => e.type === 'order.completed')).toHaveLength(1);
+    expect((await browser.get('/demo/api/orders/ord_doesnotexist')).status).toBe(404);
+    expect((await browser.get('/demo/api/orders/..%2Fv1%2Forders')).status).toBe(422);
+  });
+
+  it('extpay, money held (pending card): Capture answers 202 pending_external_confirmation and the funnel goes on; settled later, 200', async () => {
+    const created = await extpayOrder('ada.extpay-held@example.com');
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const orderNumber = created.body.data.order_number as string;
+    // The embed's return URL: the page adds the order number to the one Create Order got.
+    const returnUrl = `${demoUrl}/demo/return?method=extpay&order_number=${orderNumber}`;
+    const held = await payOnHostedPage(created.body.data.checkout.purchase_url, EXTPAY_CARDS.pending, returnUrl);
+    expect(held.status).toBe(303);
+    expect(held.location!.searchParams.get('order_number')).toBe(orderNumber);
+    const receipt = held.location!.searchParams.get('payment_id')!;
+    const capture = await browser.post('/demo/api/capture', { order_number: orderNumber, payment_id: receipt });
+    expect(capture.status, JSON.stringify(capture.body)).toBe(202);
+    expect(capture.body).toMatchObject({ success: true, data: { order_number: orderNumber, payment_status: 'pending_external_confirmation' } });
+    expect((await browser.get(`/demo/api/orders/${orderNumber}`)).body.data).toMatchObject({ payment_status: 'pending_external_confirmation' });
+    // Safe to retry: still 202, nothing charged twice.
+    expect((await browser.post('/demo/api/capture', { order_number: orderNumber, payment_id: receipt })).status).toBe(202);
+
+    // The provider settles: Capture (or its webhook) completes the order.
+    const settle = await fetch(`${sandbox.url}/extpay/sandbox/sandbox/payments/${receipt}/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(settle.status).toBe(200);
+    const done = await browser.post('/demo/api/capture', { order_number: orderNumber, payment_id: receipt });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect((await browser.get(`/demo/api/orders/${orderNumber}`)).body.data).toMatchObject({ status: 'completed', payment_status: 'completed' });
+    expect((await extpayLedger()).payments.filter((p: { id: string }) => p.id === receipt)).toHaveLength(1);
+  });
+
+  it('extpay declined on the provider\'s page: Capture answers 422 (back to the checkout); bad input never reaches the API', async () => {
+    const created = await extpayOrder('ada.extpay-declined@example.com');
+    const orderNumber = created.body.data.order_number as string;
+    const declined = await payOnHostedPage(created.body.data.checkout.purchase_url, EXTPAY_CARDS.failed);
+    expect(declined.status).toBe(402);
+    expect(declined.location).toBeNull();
+    const capture = await browser.post('/demo/api/capture', { order_number: orderNumber });
+    expect(capture.status, JSON.stringify(capture.body)).toBe(422);
+    expect(capture.body).toMatchObject({ success: false });
+    expect(capture.body.message).toMatch(/payment capture failed/i);
+
+    // No card fields, ever: the card goes to the provider only.
+    const card = await browser.post('/demo/api/extpay-order', { attempt_id: 'attempt-card-1', email: 'x@example.com', card_number: EXTPAY_CARDS.paid });
+    expect(card.status).toBe(422);
+    expect(card.body.error.fields).toEqual([{ path: 'card_number', message: 'is not a field you can set here' }]);
+    expect((await browser.post('/demo/api/extpay-order', { email: 'x@example.com' })).status).toBe(422);
+    expect((await browser.post('/demo/api/extpay-order', { attempt_id: 'attempt-bad-email', email: 'nope' })).status).toBe(422);
+    const merchant = new ApiClient(app.url, seed.token);
+    expect((await merchant.get('/v1/orders?customer_email=x%40example.com')).body.data).toEqual([]);
+  });
+
   it('refuses bad input before calling the API (422), and cannot be pointed at another campaign', async () => {
     const bad = await browser.post('/demo/api/lead', { email: 'not-an-email' });
     expect(bad.status).toBe(422);
@@ -342,15 +564,23 @@ describe('demo funnel', () => {
       const { token: _t, ...ids } = seed;
       fs.writeFileSync(path.join(dir, 'demo.json'), JSON.stringify(ids));
       await configureSandboxAccount({ webhook_url: null });
+      // The sandbox forgets its companies when it stops.
+      const reset = await fetch(`${sandbox.url}/extpay/sandbox/sandbox/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ company_id: extpay.companyId }) });
+      expect(reset.status).toBe(200);
+      expect((await extpayLedger()).company).toBeNull();
       const later = await demoFunnelOptions({ ...app.ctx, config: { ...app.ctx.config, dataDir: dir } });
       expect(later).toMatchObject({
         campaignId: seed.campaign_id,
         offers: [seed.offers.serum],
         upsells: [seed.upsells[1]!.upsell_id, seed.upsells[0]!.upsell_id],
         threeDsGatewayId: seed.threeds_gateway_id,
+        extpay: { connectionId: seed.extpay_connection_id, embedScriptUrl: `${sandbox.url}/extpay/embed.js` },
       });
       // The sandbox forgets its accounts when it stops: a later start tells it again.
       expect((await ledger()).account).toMatchObject({ webhook_url: threeds.webhookUrl, webhook_secret_set: true });
+      expect((await extpayLedger()).company).toMatchObject({ company_id: extpay.companyId, webhook_url: extpayWebhookUrl(app.ctx.config), webhook_secret_set: true });
+      const test = await new ApiClient(app.url, seed.token).post(`/v1/extpay-connections/${extpay.id}/test`);
+      expect(test.body.data).toMatchObject({ result: 'connected' });
       expect(later!.token).not.toBe(options.token);
       const tokens = (await app.ctx.services.teams.listTokens(seed.team_id)).filter((t) => t.name === DEMO_TOKEN_NAME);
       expect(tokens.filter((t) => !t.revoked_at)).toHaveLength(1);
@@ -359,11 +589,17 @@ describe('demo funnel', () => {
 
       expect(await demoFunnelOptions({ ...app.ctx, config: { ...app.ctx.config, dataDir: path.join(dir, 'none') } })).toBeUndefined();
 
+      // A demo.json from before the extpay connection: no extpay on the checkout page.
+      const { extpay_connection_id: _x, ...beforeExtpay } = ids;
+      fs.writeFileSync(path.join(dir, 'demo.json'), JSON.stringify(beforeExtpay));
+      const noExtpay = await demoFunnelOptions({ ...app.ctx, config: { ...app.ctx.config, dataDir: dir } });
+      expect(noExtpay).toMatchObject({ campaignId: seed.campaign_id, threeDsGatewayId: seed.threeds_gateway_id, extpay: undefined });
+
       // A demo.json from before the 3-D Secure gateway: the card gateway only.
-      const { threeds_gateway_id: _g, ...older } = ids;
+      const { threeds_gateway_id: _g, ...older } = beforeExtpay;
       fs.writeFileSync(path.join(dir, 'demo.json'), JSON.stringify(older));
       const old = await demoFunnelOptions({ ...app.ctx, config: { ...app.ctx.config, dataDir: dir } });
-      expect(old).toMatchObject({ campaignId: seed.campaign_id, threeDsGatewayId: undefined });
+      expect(old).toMatchObject({ campaignId: seed.campaign_id, threeDsGatewayId: undefined, extpay: undefined });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

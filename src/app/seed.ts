@@ -1,3 +1,5 @@
+import { sandboxApiBaseUrl } from '../providers/extpay/types.ts';
+import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { randomToken } from './ids.ts';
 
@@ -8,6 +10,8 @@ export interface DemoSeed {
   gateway_id: string | null;
   /** With `sandboxUrl`: a 3-D Secure gateway on the sandbox (`<sandbox url>/3ds`); the demo funnel offers it beside the card gateway. */
   threeds_gateway_id: string | null;
+  /** With `sandboxUrl`: an `extpay` connection to the sandbox's Whop stand-in (`<sandbox url>/extpay`, environment Sandbox). */
+  extpay_connection_id: string | null;
   currency: string;
   products: Record<string, string>;
   offers: Record<string, string>;
@@ -61,13 +65,69 @@ export async function configureThreeDsSandboxAccount(ctx: AppContext, teamId: st
 }
 
 /**
+ * Where the API receives the provider's webhooks, as the provider is told: PUBLIC_BASE_URL or
+ * http://HOST:PORT, the same base the 3-D Secure gateway's `webhook_url` is built on (context.ts).
+ */
+export function extpayWebhookUrl(config: Pick<Config, 'publicBaseUrl' | 'host' | 'port'>): string {
+  const base = (config.publicBaseUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
+  return `${base}/webhooks/extpay`;
+}
+
+/**
+ * Registers the demo connection's company with the sandbox's Whop stand-in: POST
+ * `{sandbox}/extpay/{env}/sandbox/companies` with the connection's company id, its API key, its
+ * webhook secret and where to send the webhooks. The sandbox keeps companies in memory, so
+ * `npm start` does this at each start; the endpoint creates or updates, so doing it again is
+ * harmless. Never throws, and never logs a key or a secret: without it the sandbox refuses the
+ * key (Create Order then fails with the provider's 401) until the next start. True when the
+ * sandbox took it.
+ */
+export async function configureExtpaySandboxCompany(ctx: AppContext, teamId: string, connectionId: string, log: SeedLog = stderrLog): Promise<boolean> {
+  const { connections } = ctx.services;
+  const row = await ctx.store.run((db) => connections.findLive(db, teamId, connectionId));
+  if (!row) return false;
+  // Only a connection on a Checkstand sandbox has a control API: …/extpay/{env}/api/v1.
+  const root = /^(.*\/extpay\/(?:sandbox|production))\/api\/v1\/?$/.exec(row.base_url)?.[1];
+  if (!root) return false;
+  let conn: ReturnType<typeof connections.connection>;
+  try {
+    conn = connections.connection(row);
+  } catch (err) {
+    log.warn({ connection_id: connectionId, err: (err as Error).message }, "the demo extpay connection's credentials cannot be read; the sandbox will not know its key");
+    return false;
+  }
+  const url = `${root}/sandbox/companies`;
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        company_id: conn.companyId,
+        title: 'Checkstand Demo Store',
+        api_keys: [{ key: conn.apiKey }],
+        webhook_url: extpayWebhookUrl(ctx.config),
+        webhook_secret: conn.webhookSecret,
+      }),
+      signal: AbortSignal.timeout(3000),
+    });
+    await res.text();
+    if (res.ok) return true;
+    log.warn({ url, status: res.status }, 'the sandbox refused the demo extpay company; extpay payments will fail until the next start');
+  } catch (err) {
+    log.warn({ url, err: (err as Error).message }, 'the sandbox is not reachable to register the demo extpay company; extpay payments will fail until it is');
+  }
+  return false;
+}
+
+/**
  * A demo team with a whole funnel: one campaign, a physical product, a subscription, a digital
  * upsell; with `sandboxUrl`, a test-mode card gateway on the sandbox as the campaign's gateway, and
  * a test-mode 3-D Secure gateway on the sandbox's `/3ds` whose webhooks the sandbox is told to send
- * here (when the sandbox is up; nothing fails when it is not).
+ * here, and an `extpay` connection (environment Sandbox) to the sandbox's Whop stand-in, whose
+ * company the sandbox is told about (when the sandbox is up; nothing fails when it is not).
  */
 export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandboxUrl?: string | undefined; log?: SeedLog } = {}): Promise<DemoSeed> {
-  const { teams, catalog, gateways } = ctx.services;
+  const { teams, catalog, gateways, connections } = ctx.services;
   const team = await teams.createTeam(opts.teamName ?? 'Demo Store');
   const { secret } = await teams.createToken(team.id, 'demo');
   const gateway = opts.sandboxUrl
@@ -90,6 +150,17 @@ export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandb
       })
     : null;
   if (threeds) await configureThreeDsSandboxAccount(ctx, team.id, threeds.id, opts.log);
+  const extpay = opts.sandboxUrl
+    ? await connections.create(team.id, {
+        name: 'Sandbox extpay (Whop stand-in)',
+        api_key: `apik_demo_${randomToken(32)}`,
+        company_id: `biz_demo${randomToken(14)}`,
+        environment: 'sandbox',
+        webhook_secret: `ws_${randomToken(40)}`,
+        base_url: sandboxApiBaseUrl(opts.sandboxUrl, 'sandbox'),
+      })
+    : null;
+  if (extpay) await configureExtpaySandboxCompany(ctx, team.id, extpay.id, opts.log);
   const campaign = await catalog.createCampaign(team.id, { name: 'Glow Serum funnel', currency: 'USD', ...(gateway ? { gateway_id: gateway.id } : {}) });
   const serum = await catalog.createProduct(team.id, { name: 'Glow Serum', sku: 'GLOW-30ML', description: '30 ml bottle' });
   const club = await catalog.createProduct(team.id, { name: 'Glow Refill Club', sku: 'GLOW-CLUB' });
@@ -137,6 +208,7 @@ export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandb
     campaign_id: campaign.id,
     gateway_id: gateway?.id ?? null,
     threeds_gateway_id: threeds?.id ?? null,
+    extpay_connection_id: extpay?.id ?? null,
     currency: campaign.currency,
     products: { serum: serum.id, club: club.id, guide: guide.id },
     offers: { serum: serumOffer.id, club_trial: clubOffer.id, guide: guideOffer.id },

@@ -2,7 +2,9 @@
  * The demo funnel in a real browser: headless Chromium, driven by playwright-core, clicks through
  * /demo → /demo/upsell → /demo/thank-you against the real server (booted as in
  * test/demo-funnel.test.ts), and what the pages show is checked against the API. With 3-D Secure:
- * /demo → the sandbox's hosted page → /demo/return (Capture) → /demo/upsell → /demo/thank-you.
+ * /demo → the sandbox's hosted page → /demo/return (Capture) → /demo/upsell → /demo/thank-you. With
+ * extpay: /demo (Create Order, the provider's embedded checkout in an iframe from the sandbox, Capture
+ * with the receipt id) → /demo/upsell → /demo/thank-you, or through the provider's hosted page.
  *
  * Needs a Chromium binary: CHROMIUM_PATH, default /usr/bin/chromium (Debian's `chromium`).
  * Run with `npm run test:e2e`; `npm test` leaves this folder out. Screenshots go to
@@ -18,6 +20,7 @@ import { type DemoSeed, seedDemo } from '../../src/app/seed.ts';
 import { buildServer } from '../../src/app/server.ts';
 import type { Http } from '../../src/app/http.ts';
 import { SANDBOX_CARDS } from '../../src/sandbox/cards.ts';
+import { EXTPAY_CARDS } from '../../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { THREEDS_CARDS } from '../../src/sandbox/threeds-gateway.ts';
 import { type DemoFunnelOptions, demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
@@ -114,6 +117,36 @@ function money(minor: number, currency: string): string {
 }
 
 const spaced = (number: string) => number.replace(/(\d{4})(?=\d)/g, '$1 ');
+
+/** The order number the funnel keeps in sessionStorage between its pages. */
+function storedOrderNumber(): Promise<string | undefined> {
+  return page.evaluate(() => (JSON.parse(window.sessionStorage.getItem('checkstand-demo-order') ?? 'null') as { order_number?: string } | null)?.order_number);
+}
+
+/** HTTP errors that are the test's own subject (a decline), in both forms Chromium reports them. */
+function problemsExcept(status: number, text: string, url: string): string[] {
+  return problems.filter((p) => p !== `HTTP ${status}: POST ${url}` && !p.endsWith(`status of ${status} (${text}) (${url})`));
+}
+
+/** Chooses extpay and presses "Continue to payment": Create Order, then the provider's embed in its iframe. */
+async function startExtpayCheckout(email: string): Promise<{ checkout: any; orderNumber: string }> {
+  await openCheckout();
+  await page.getByLabel('Pay with extpay (embedded checkout)').check();
+  // The card is the provider's business: no card fields here, the provider's test cards instead.
+  expect(await page.locator('#card-fields').isVisible()).toBe(false);
+  expect(await page.locator('#sandbox-cards').isVisible()).toBe(false);
+  expect(await page.locator('#extpay-cards').isVisible()).toBe(true);
+  expect(await page.locator('#extpay-cards code').allTextContents()).toEqual(Object.values(EXTPAY_CARDS).map(spaced));
+  expect(await page.locator('#pay').textContent()).toBe('Continue to payment');
+  await page.locator('input[name=email]').fill(email);
+  await page.locator('input[name=first_name]').fill('Ada');
+  await page.locator('input[name=last_name]').fill('Embedded');
+  const [created] = await Promise.all([page.waitForResponse(`${demoUrl}/demo/api/extpay-order`), page.locator('#pay').click()]);
+  expect(created.status()).toBe(200);
+  const data = (await created.json()).data;
+  await page.locator('#extpay-embed iframe').waitFor();
+  return { checkout: data.checkout, orderNumber: data.order_number };
+}
 
 async function openCheckout(): Promise<void> {
   await page.goto(`${demoUrl}/demo`);
@@ -333,6 +366,162 @@ describe('demo funnel in Chromium', () => {
     } finally {
       await reviewMs(10_000);
     }
+  });
+
+  it('Pay with extpay: the embedded checkout (iframe from the sandbox), paid card → Capture with the receipt → upsell → thank-you', async () => {
+    const email = 'ada.extpay.e2e@example.com';
+    const { checkout, orderNumber } = await startExtpayCheckout(email);
+    expect(checkout).toMatchObject({ provider: 'extpay', environment: 'sandbox', setup_future_usage: 'off_session' });
+
+    // Mounted with Whop's attributes, from the checkout object Create Order answered (spec 4.4).
+    const mount = page.locator('#extpay-embed');
+    const attrs = await mount.evaluate((el) => Object.fromEntries([...el.attributes].map((a) => [a.name, a.value])));
+    expect(attrs).toMatchObject({
+      'data-whop-checkout-plan-id': checkout.plan_id,
+      'data-whop-checkout-session': checkout.session_id,
+      'data-whop-checkout-environment': 'sandbox',
+      'data-whop-checkout-setup-future-usage': 'off_session',
+      'data-whop-checkout-return-url': `${demoUrl}/demo/return?method=extpay&order_number=${orderNumber}`,
+      'data-whop-checkout-prefill-email': email,
+      'data-whop-checkout-prefill-name': 'Ada Embedded',
+      'data-whop-checkout-on-complete': expect.any(String),
+      'data-extpay-mounted': '1',
+    });
+    const src = new URL((await mount.locator('iframe').getAttribute('src'))!);
+    expect(`${src.origin}${src.pathname}`).toBe(`${sandbox.url}/extpay/sandbox/checkout/${checkout.plan_id}`);
+    expect(Object.fromEntries(src.searchParams)).toMatchObject({ embed: '1', session: checkout.session_id, setup_future_usage: 'off_session', email });
+    // The order exists, waiting for its payment; Pay is gone and who pays is fixed.
+    expect(await page.locator('#pay').isVisible()).toBe(false);
+    expect(await page.locator('input[name=email]').isDisabled()).toBe(true);
+    expect((await merchant.get(`/v1/orders/${orderNumber}`)).body.data).toMatchObject({ status: 'pending', payment_status: 'pending_redirect' });
+
+    // The customer pays inside the provider's iframe (prefilled with who they are).
+    const frame = page.frameLocator('#extpay-embed iframe');
+    expect(await frame.locator('input[name=email]').inputValue()).toBe(email);
+    expect(await frame.locator('input[name=name]').inputValue()).toBe('Ada Embedded');
+    await frame.locator('input[name=card_number]').fill(EXTPAY_CARDS.paid);
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'extpay-embedded-checkout.png'), fullPage: true });
+    const [captured] = await Promise.all([
+      page.waitForResponse(`${demoUrl}/demo/api/capture`),
+      page.waitForURL(`${demoUrl}/demo/upsell`),
+      frame.locator('#pay').click(),
+    ]);
+    // The on-complete callback gave the receipt id; the funnel's server captured exactly it.
+    const captureBody = JSON.parse(captured.request().postData()!);
+    expect(captureBody).toEqual({ order_number: orderNumber, payment_id: expect.stringMatching(/^pay_/) });
+    expect(captured.status()).toBe(200);
+    const receipt = (await (await fetch(`${sandbox.url}/extpay/sandbox/sandbox/ledger?company_id=${encodeURIComponent((await merchant.get(`/v1/extpay-connections/${seed.extpay_connection_id}`)).body.data.company_id)}`)).json()).payments.find(
+      (p: { id: string }) => p.id === captureBody.payment_id,
+    );
+    expect(receipt).toMatchObject({ status: 'paid', card_last4: '4242' });
+
+    const config = (await new ApiClient(demoUrl, undefined).get('/demo/api/config')).body.data;
+    await expect.poll(() => page.locator('#upsell h1').textContent()).toBe(config.upsell.name);
+    expect(await storedOrderNumber()).toBe(orderNumber);
+    const paid = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(paid).toMatchObject({ status: 'completed', payment_status: 'completed', total: 4395 });
+    expect(await page.locator('#message').isVisible()).toBe(false);
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'extpay-upsell.png'), fullPage: true });
+
+    // The upsell on an extpay order: 202 (accepted, confirmed later) or 402 (declined): each says so.
+    const [upsell] = await Promise.all([page.waitForResponse(`${demoUrl}/demo/api/upsell`), page.locator('#accept').click()]);
+    const message = page.locator('#message');
+    if (upsell.status() === 202) {
+      await page.waitForURL(`${demoUrl}/demo/thank-you`);
+      await expect.poll(() => message.innerText()).toContain('Upsell accepted: the payment provider is confirming the charge');
+      // The order itself is paid and completed: only the upsell waits for the provider.
+      expect(await message.innerText()).not.toContain('Your payment is being confirmed');
+    } else {
+      expect(upsell.status()).toBe(402);
+      await expect.poll(() => message.innerText()).toContain('You were not charged for it.');
+      expect(await message.getAttribute('class')).toContain('error');
+      expect(await page.locator('#decline').textContent()).toBe('Continue');
+      await Promise.all([page.waitForURL(`${demoUrl}/demo/thank-you`), page.locator('#decline').click()]);
+    }
+    const orderBox = page.locator('#order');
+    await orderBox.locator('table').waitFor();
+    const order = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(await orderBox.locator('p').first().textContent()).toBe(`Order ${orderNumber} · completed${order.is_test ? ' · test' : ''}`);
+    expect(await orderBox.innerText()).toContain(`A confirmation goes to ${email}.`);
+    const upsellPending = order.transactions.some((t: { upsell_id: string | null; status: string }) => t.upsell_id && t.status === 'pending');
+    expect(upsellPending).toBe(upsell.status() === 202);
+    await expect
+      .poll(() => orderBox.locator('p.pending-note').allInnerTexts())
+      .toEqual(upsellPending ? ['Your upsell is being confirmed by the payment provider: it joins this order once the charge is confirmed.'] : []);
+    expect(order.events.filter((e: { type: string }) => e.type === 'order.completed')).toHaveLength(1);
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'extpay-thank-you.png'), fullPage: true });
+    expect(await page.content()).not.toContain(options.token);
+    expect(problemsExcept(402, 'Payment Required', `${demoUrl}/demo/api/upsell`)).toEqual([]);
+  });
+
+  it('Pay with extpay, money held (pending card): Capture answers 202, on to the upsell saying the payment is being confirmed', async () => {
+    const { orderNumber } = await startExtpayCheckout('ada.extpay.held.e2e@example.com');
+    const frame = page.frameLocator('#extpay-embed iframe');
+    await frame.locator('input[name=card_number]').fill(EXTPAY_CARDS.pending);
+    const [captured] = await Promise.all([page.waitForResponse(`${demoUrl}/demo/api/capture`), page.waitForURL(`${demoUrl}/demo/upsell`), frame.locator('#pay').click()]);
+    expect(captured.status()).toBe(202);
+    const message = page.locator('#message');
+    await expect.poll(() => message.innerText()).toContain('Your payment is being confirmed by the payment provider. It is not a decline');
+    expect(await message.getAttribute('class')).not.toContain('error');
+    expect((await merchant.get(`/v1/orders/${orderNumber}`)).body.data).toMatchObject({ status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' });
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'extpay-upsell-confirming.png'), fullPage: true });
+
+    // No thanks: the thank-you page reads the order, still being confirmed (no Complete Order yet).
+    await Promise.all([page.waitForURL(`${demoUrl}/demo/thank-you`), page.locator('#decline').click()]);
+    const orderBox = page.locator('#order');
+    await orderBox.locator('table').waitFor();
+    expect(await orderBox.locator('p').first().textContent()).toMatch(new RegExp(`^Order ${orderNumber} · pending_external_confirmation`));
+    expect(await orderBox.locator('p.pending-note').innerText()).toContain('being confirmed by the payment provider');
+    expect(problems).toEqual([]);
+  });
+
+  it('Pay with extpay, then the upsell declined by the provider (402): says so, and Continue goes to the thank-you page', async () => {
+    const { orderNumber } = await startExtpayCheckout('ada.extpay.offsession.e2e@example.com');
+    const frame = page.frameLocator('#extpay-embed iframe');
+    await frame.locator('input[name=card_number]').fill(EXTPAY_CARDS.offSessionDecline);
+    await Promise.all([page.waitForURL(`${demoUrl}/demo/upsell`), frame.locator('#pay').click()]);
+    const [upsell] = await Promise.all([page.waitForResponse(`${demoUrl}/demo/api/upsell`), page.locator('#accept').click()]);
+    expect(upsell.status()).toBe(402);
+    const message = page.locator('#message.error');
+    await message.waitFor();
+    expect(await message.innerText()).toMatch(/^Upsell declined: .+ You were not charged for it\.$/);
+    expect(page.url()).toBe(`${demoUrl}/demo/upsell`);
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'extpay-upsell-declined.png'), fullPage: true });
+    await Promise.all([page.waitForURL(`${demoUrl}/demo/thank-you`), page.locator('#decline', { hasText: 'Continue' }).click()]);
+    const orderBox = page.locator('#order');
+    await orderBox.locator('table').waitFor();
+    expect(await orderBox.locator('p').first().textContent()).toMatch(new RegExp(`^Order ${orderNumber} · completed`));
+    expect(await orderBox.locator('p.pending-note').count()).toBe(0);
+    const order = (await merchant.get(`/v1/orders/${orderNumber}`)).body.data;
+    expect(order).toMatchObject({ status: 'completed', total: 4395 });
+    expect(order.lines).toHaveLength(1);
+    expect(problemsExcept(402, 'Payment Required', `${demoUrl}/demo/api/upsell`)).toEqual([]);
+  });
+
+  it('Pay with extpay on the provider\'s own page: back on /demo/return, Capture with payment_id, on to the upsell', async () => {
+    const { orderNumber } = await startExtpayCheckout('ada.extpay.hosted.e2e@example.com');
+    await Promise.all([page.waitForURL(new RegExp(`^${sandbox.url}/extpay/sandbox/checkout/`)), page.locator('#extpay-hosted').click()]);
+    await page.locator('input[name=card_number]').fill(EXTPAY_CARDS.paid);
+    await Promise.all([page.waitForURL(`${demoUrl}/demo/upsell`), page.locator('#pay').click()]);
+    expect(await storedOrderNumber()).toBe(orderNumber);
+    expect((await merchant.get(`/v1/orders/${orderNumber}`)).body.data).toMatchObject({ status: 'completed', payment_status: 'completed' });
+    expect(problems).toEqual([]);
+  });
+
+  it('Pay with extpay, declined in the embed: back to the checkout form with the provider\'s message', async () => {
+    await startExtpayCheckout('ada.extpay.declined.e2e@example.com');
+    const frame = page.frameLocator('#extpay-embed iframe');
+    await frame.locator('input[name=card_number]').fill(EXTPAY_CARDS.failed);
+    await frame.locator('#pay').click();
+    const message = page.locator('#message.error');
+    await message.waitFor();
+    expect(await message.innerText()).toBe('Your card was declined. Try again, or use another card.');
+    expect(await page.locator('#extpay-checkout').isVisible()).toBe(false);
+    expect(await page.locator('#pay').isEnabled()).toBe(true);
+    expect(await page.locator('input[name=method][value=extpay]').isChecked()).toBe(true);
+    expect(page.url()).toBe(`${demoUrl}/demo`);
+    // The provider's 402 page inside the iframe is the decline itself.
+    expect(problems.filter((p) => !p.startsWith('HTTP 402: POST ' + `${sandbox.url}/extpay/sandbox/checkout/`) && !p.includes('status of 402 (Payment Required)'))).toEqual([]);
   });
 
   it('a decline card (insufficient funds) shows the decline on the checkout page, which stays put', async () => {

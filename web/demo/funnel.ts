@@ -1,9 +1,9 @@
 /**
  * The demo funnel: three pages (checkout → one upsell → thank you), the page a 3-D Secure payment
- * comes back to (/demo/return), and the small backend a merchant's funnel would have. The API
- * token is secret, so the browser never sees it: the pages call /demo/api/*, which holds the token
- * and calls the public API over HTTP exactly as a merchant's server would — no shortcut into the
- * services.
+ * or the external checkout provider's hosted page comes back to (/demo/return), and the small
+ * backend a merchant's funnel would have. The API token is secret, so the browser never sees it:
+ * the pages call /demo/api/*, which holds the token and calls the public API over HTTP exactly as
+ * a merchant's server would — no shortcut into the services.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,8 +13,9 @@ import { z } from 'zod';
 import type { AppContext } from '../../src/app/context.ts';
 import { errorBody } from '../../src/app/envelope.ts';
 import type { Http } from '../../src/app/http.ts';
-import { configureThreeDsSandboxAccount, type DemoSeed } from '../../src/app/seed.ts';
+import { configureExtpaySandboxCompany, configureThreeDsSandboxAccount, type DemoSeed } from '../../src/app/seed.ts';
 import { SANDBOX_CARD_CODES, SANDBOX_CARDS, type SandboxCardName } from '../../src/sandbox/cards.ts';
+import { EXTPAY_CARDS, type ExtpayCardName } from '../../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS, type ThreeDsCardName } from '../../src/sandbox/threeds-gateway.ts';
 
 export interface DemoFunnelOptions {
@@ -32,6 +33,12 @@ export interface DemoFunnelOptions {
    * paid through it with Process Payment's `gateway_id`, the hosted page and Capture.
    */
   threeDsGatewayId?: string | undefined;
+  /**
+   * An `extpay` connection of the demo team: the checkout page then offers the provider's embedded
+   * checkout (Create Order pinned to this connection, the embed loaded from `embedScriptUrl`, then
+   * Capture with the receipt id).
+   */
+  extpay?: { connectionId: string; embedScriptUrl: string } | undefined;
 }
 
 export const DEMO_TOKEN_NAME = 'demo-funnel';
@@ -72,11 +79,40 @@ export const DEMO_THREEDS_TEST_CARDS = (Object.keys(THREEDS_CARDS) as ThreeDsCar
   effect: THREEDS_CARD_EFFECTS[name],
 }));
 
+const EXTPAY_CARD_EFFECTS: Record<ExtpayCardName, string> = {
+  paid: 'Paid at once: Capture answers 200, on to the upsell',
+  pending: 'Money held, not settled: Capture answers 202, on to the upsell while the provider confirms',
+  failed: 'Declined by the card issuer',
+  fraudDenied: "Blocked by the provider's fraud checks",
+  offSessionDecline: 'Paid; the one-click upsell on it is declined',
+};
+
+export const DEMO_EXTPAY_TEST_CARDS = (Object.keys(EXTPAY_CARDS) as ExtpayCardName[]).map((name) => ({
+  name,
+  number: EXTPAY_CARDS[name],
+  effect: EXTPAY_CARD_EFFECTS[name],
+}));
+
+/** Whop's own loader, for a connection to the real provider. */
+const WHOP_EMBED_LOADER = 'https://js.whop.com/static/checkout/loader.js';
+
+/**
+ * The embed loader for a connection's API base: the sandbox's `{sandbox}/extpay/embed.js` for
+ * `{sandbox}/extpay/{env}/api/v1`, Whop's loader otherwise (the attributes are the same).
+ */
+export function extpayEmbedScriptUrl(connectionBaseUrl: string): string {
+  const root = /^(.*\/extpay)\/(?:sandbox|production)\/api\/v1\/?$/.exec(connectionBaseUrl)?.[1];
+  return root ? `${root}/embed.js` : WHOP_EMBED_LOADER;
+}
+
 /** The payment methods the checkout page offers. */
 export const DEMO_PAYMENT_METHODS = {
   card: 'Card (sandbox gateway)',
   threeds: 'Card with 3-D Secure (sandbox 3DS gateway)',
+  extpay: 'Pay with extpay (embedded checkout)',
 } as const;
+
+type DemoPaymentMethod = keyof typeof DEMO_PAYMENT_METHODS;
 
 const spaced = (number: string) => number.replace(/(\d{4})(?=\d)/g, '$1 ');
 
@@ -98,16 +134,19 @@ function threeDsCardRows(): string {
   ).join('\n');
 }
 
-/** The payment-method choice; only the card gateway (and no choice) without a 3-D Secure gateway. */
-function paymentMethodChoice(threeDs: boolean): string {
-  if (!threeDs) return '';
-  // data-card: the card number the method starts with (the one that approves, or that shows the hosted page).
-  const option = (value: keyof typeof DEMO_PAYMENT_METHODS, card: string, checked: boolean) =>
-    `<label class="choice"><input type="radio" name="method" value="${value}" data-card="${spaced(card)}"${checked ? ' checked' : ''}> ${escapeHtml(DEMO_PAYMENT_METHODS[value])}</label>`;
+/** The payment-method choice; only the card gateway (and no choice) when it is the only one. */
+function paymentMethodChoice(methods: DemoPaymentMethod[]): string {
+  if (methods.length < 2) return '';
+  // data-card: the card number the method starts with (the one that approves, or that shows the
+  // hosted page). extpay has none: its card is typed into the provider's embedded checkout.
+  const startingCard: Record<DemoPaymentMethod, string | null> = { card: SANDBOX_CARDS.approve, threeds: THREEDS_CARDS.challenge, extpay: null };
+  const option = (value: DemoPaymentMethod) => {
+    const card = startingCard[value];
+    return `<label class="choice"><input type="radio" name="method" value="${value}"${card ? ` data-card="${spaced(card)}"` : ''}${value === 'card' ? ' checked' : ''}> ${escapeHtml(DEMO_PAYMENT_METHODS[value])}</label>`;
+  };
   return `<fieldset id="methods">
         <legend>Payment method</legend>
-        ${option('card', SANDBOX_CARDS.approve, true)}
-        ${option('threeds', THREEDS_CARDS.challenge, false)}
+        ${methods.map(option).join('\n        ')}
       </fieldset>`;
 }
 
@@ -125,13 +164,47 @@ ${threeDsCardRows()}
     </section>`;
 }
 
-function readPage(file: string, threeDs: boolean): string {
+function extpayCardsSection(extpay: DemoFunnelOptions['extpay']): string {
+  if (!extpay) return '';
+  const rows = DEMO_EXTPAY_TEST_CARDS.map((c) => `<tr><td><code>${spaced(c.number)}</code></td><td>${escapeHtml(c.effect)}</td></tr>`).join('\n');
+  return `<section class="cards" id="extpay-cards" hidden>
+      <h2>extpay test cards</h2>
+      <p>The card is typed into the provider's embedded checkout, never into this shop: the provider is merchant of record. Any other valid card number is paid.</p>
+      <table>
+        <thead><tr><th>Card number</th><th>What the sandbox does</th></tr></thead>
+        <tbody>
+${rows}
+        </tbody>
+      </table>
+    </section>`;
+}
+
+/** Where the provider's embedded checkout is mounted once Create Order has answered its `checkout`. */
+function extpayCheckoutSection(extpay: DemoFunnelOptions['extpay']): string {
+  if (!extpay) return '';
+  return `<section id="extpay-checkout" class="embed" data-embed-src="${escapeHtml(extpay.embedScriptUrl)}" hidden>
+      <h2>Pay with extpay</h2>
+      <div id="extpay-embed-slot"></div>
+      <p class="actions">
+        <a id="extpay-hosted" href="#">Pay on the provider's page instead</a>
+        <button type="button" id="extpay-change" class="secondary">Change payment method</button>
+      </p>
+    </section>`;
+}
+
+function readPage(file: string, methods: DemoPaymentMethod[], extpay: DemoFunnelOptions['extpay']): string {
   return fs
     .readFileSync(path.join(DIR, file), 'utf8')
     .replace('<!-- TEST_CARDS -->', testCardRows())
-    .replace('<!-- PAYMENT_METHODS -->', paymentMethodChoice(threeDs))
-    .replace('<!-- THREEDS_CARDS -->', threeDsCardsSection(threeDs));
+    .replace('<!-- PAYMENT_METHODS -->', paymentMethodChoice(methods))
+    .replace('<!-- THREEDS_CARDS -->', threeDsCardsSection(methods.includes('threeds')))
+    .replace('<!-- EXTPAY_CARDS -->', extpayCardsSection(extpay))
+    .replace('<!-- EXTPAY_CHECKOUT -->', extpayCheckoutSection(extpay));
 }
+
+const Billing = z
+  .object({ line1: z.string().max(200), city: z.string().max(100), postal_code: z.string().max(20).optional(), country: z.string().max(2) })
+  .strict();
 
 const Lead = z
   .object({
@@ -151,19 +224,30 @@ const Pay = z
     card_number: z.string().max(30),
     card_exp: z.string().max(10),
     card_cvv: z.string().max(4),
-    billing: z
-      .object({ line1: z.string().max(200), city: z.string().max(100), postal_code: z.string().max(20).optional(), country: z.string().max(2) })
-      .strict()
-      .optional(),
+    billing: Billing.optional(),
+  })
+  .strict();
+
+const ExtpayOrder = z
+  .object({
+    attempt_id: z.string().regex(/^[A-Za-z0-9-]{8,64}$/),
+    email: z.string().trim().max(254).pipe(z.email()),
+    first_name: z.string().trim().max(100).optional(),
+    last_name: z.string().trim().max(100).optional(),
+    billing: Billing.optional(),
   })
   .strict();
 
 const OrderRef = z.object({ order_number: z.string().max(100) }).strict();
+const OrderParam = z.object({ order_number: z.string().regex(/^ord_[A-Za-z0-9]{1,64}$/) }).strict();
 
 const CaptureRef = z
   .object({
     order_number: z.string().max(100),
-    /** What the gateway added to the return (or cancel) URL: Capture checks it is this order's payment. */
+    /**
+     * What the gateway added to the return (or cancel) URL, or the receipt id the provider's embed
+     * gave: Capture checks it is this order's payment.
+     */
     payment_id: z.string().min(1).max(200).optional(),
   })
   .strict();
@@ -173,17 +257,37 @@ interface ApiAnswer {
   body: any;
 }
 
+/** What the thank-you page shows of an order: no addresses, transactions or timeline. */
+function orderSummary(o: any) {
+  return {
+    order_number: o.order_number,
+    status: o.status,
+    payment_status: o.payment_status,
+    is_test: o.is_test,
+    currency: o.currency,
+    customer: { email: o.customer?.email ?? null },
+    lines: (o.lines ?? []).map((l: any) => ({ name: l.name, quantity: l.quantity, line_total: l.line_total, upsell_id: l.upsell_id ?? null })),
+    // extpay upsells accepted (202) and not confirmed yet: their lines come with payment.succeeded.
+    upsells_pending: (o.transactions ?? []).filter((t: any) => t.upsell_id && t.status === 'pending').length,
+    subtotal: o.subtotal,
+    shipping_total: o.shipping_total,
+    discount_total: o.discount_total,
+    total: o.total,
+  };
+}
+
 /**
  * Serves the demo pages and their backend on `app` (call before `listen`). Nothing else in the
  * server knows about it: it is a client of the public API like any merchant's funnel.
  */
 export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
   const threeDs = Boolean(opts.threeDsGatewayId);
+  const methods = (Object.keys(DEMO_PAYMENT_METHODS) as DemoPaymentMethod[]).filter((m) => m === 'card' || (m === 'threeds' && threeDs) || (m === 'extpay' && opts.extpay));
   const pages = {
-    checkout: readPage('checkout.html', threeDs),
-    return: readPage('return.html', threeDs),
-    upsell: readPage('upsell.html', threeDs),
-    thankYou: readPage('thank-you.html', threeDs),
+    checkout: readPage('checkout.html', methods, opts.extpay),
+    return: readPage('return.html', methods, opts.extpay),
+    upsell: readPage('upsell.html', methods, opts.extpay),
+    thankYou: readPage('thank-you.html', methods, opts.extpay),
   };
   const assets: Record<string, { type: string; body: string }> = {
     'demo.js': { type: 'text/javascript; charset=utf-8', body: fs.readFileSync(path.join(DIR, 'demo.js'), 'utf8') },
@@ -217,7 +321,8 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
   const hidden = { schema: { hide: true } };
   const HTML = 'text/html; charset=utf-8';
   app.get('/demo', hidden, async (_req, reply) => reply.type(HTML).send(pages.checkout));
-  // The 3-D Secure gateway sends the customer back here (payment.return_url): the page calls Capture.
+  // The 3-D Secure gateway, and the provider's hosted page, send the customer back here
+  // (payment.return_url): the page calls Capture.
   app.get('/demo/return', hidden, async (_req, reply) => reply.type(HTML).header('cache-control', 'no-store').send(pages.return));
   app.get('/demo/upsell', hidden, async (_req, reply) => reply.type(HTML).send(pages.upsell));
   app.get('/demo/thank-you', hidden, async (_req, reply) => reply.type(HTML).send(pages.thankYou));
@@ -252,11 +357,11 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
         currency: campaign.body.data.currency,
         offers: offers.map((o) => o.body.data),
         upsell,
-        payment_methods: (Object.keys(DEMO_PAYMENT_METHODS) as Array<keyof typeof DEMO_PAYMENT_METHODS>)
-          .filter((m) => m === 'card' || threeDs)
-          .map((id) => ({ id, label: DEMO_PAYMENT_METHODS[id] })),
+        payment_methods: methods.map((id) => ({ id, label: DEMO_PAYMENT_METHODS[id] })),
         test_cards: DEMO_TEST_CARDS,
         threeds_test_cards: threeDs ? DEMO_THREEDS_TEST_CARDS : [],
+        extpay_test_cards: opts.extpay ? DEMO_EXTPAY_TEST_CARDS : [],
+        extpay_embed_script_url: opts.extpay?.embedScriptUrl ?? null,
       },
     };
   });
@@ -299,8 +404,43 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
     return reply.code(r.status).send(r.body);
   });
 
-  // After the hosted 3-D Secure page: Capture asks the gateway and answers 200 (paid, the order
-  // completed), 202 (under review: do not advance), 422 (not completed) or 404.
+  // extpay (spec 4.1 rules 8-9): no lead, Create Order with payment.method extpay and no card
+  // fields. The answer's `checkout` (plan_id, session_id, environment, setup_future_usage,
+  // prefill) is what the page mounts the provider's embed with.
+  let currency: string | undefined;
+  app.post('/demo/api/extpay-order', { schema: { hide: true, body: ExtpayOrder } }, async (req, reply) => {
+    if (!opts.extpay) return reply.code(422).send(errorBody('validation_failed', 'This demo funnel has no extpay connection.'));
+    const { attempt_id, email, first_name, last_name, billing } = req.body;
+    if (!currency) {
+      const campaign = await callApi('GET', `/v1/campaigns/${opts.campaignId}`);
+      if (campaign.status !== 200) return reply.code(campaign.status).send(campaign.body);
+      currency = campaign.body.data.currency as string;
+    }
+    const r = await callApi(
+      'POST',
+      '/checkout/orders',
+      {
+        campaign_id: opts.campaignId,
+        currency,
+        customer: { email, ...(first_name ? { first_name } : {}), ...(last_name ? { last_name } : {}) },
+        products: opts.offers.map((offer_id) => ({ offer_id, quantity: 1 })),
+        ...(billing ? { billing } : {}),
+        payment: {
+          method: 'extpay',
+          // The provider's hosted page sends the browser back here with payment_id (the order
+          // number is not known yet: the page adds it to the embed's return URL and keeps it).
+          return_url: `${req.protocol}://${req.host}/demo/return?method=extpay`,
+          external_payment_id: opts.extpay.connectionId,
+        },
+      },
+      { 'idempotency-key': `demo-order-${attempt_id}` },
+    );
+    return reply.code(r.status).send(r.body);
+  });
+
+  // Capture asks the gateway or the provider. 3-D Secure: 200 (paid, the order completed), 202
+  // (under review: do not advance), 422 (not completed) or 404. extpay (spec 4.2): 200 completed,
+  // 202 pending_external_confirmation (not a decline: advance), 422 capture failed, 404.
   app.post('/demo/api/capture', { schema: { hide: true, body: CaptureRef } }, async (req, reply) => {
     const { order_number, payment_id } = req.body;
     const r = await callApi('POST', '/checkout/orders/capture', { order_number, ...(payment_id ? { payment_id } : {}) });
@@ -312,6 +452,14 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
     if (!upsell_id) return reply.code(404).send(errorBody('not_found', 'This demo funnel has no upsell.'));
     const r = await callApi('POST', '/checkout/orders/upsell', { order_number: req.body.order_number, upsell_id, quantity: 1 });
     return reply.code(r.status).send(r.body);
+  });
+
+  // The thank-you page shows the order as the API has it now (an extpay upsell or payment may have
+  // been confirmed since); only what that page shows.
+  app.get('/demo/api/orders/:order_number', { schema: { hide: true, params: OrderParam } }, async (req, reply) => {
+    const r = await callApi('GET', `/v1/orders/${req.params.order_number}`);
+    if (r.status !== 200) return reply.code(r.status).send(r.body);
+    return { success: true, message: 'OK', data: orderSummary(r.body.data) };
   });
 
   app.post('/demo/api/complete', { schema: { hide: true, body: OrderRef } }, async (req, reply) => {
@@ -351,6 +499,15 @@ export async function demoFunnelOptions(ctx: AppContext, seed?: DemoSeed): Promi
       if (!seed) await configureThreeDsSandboxAccount(ctx, ids.team_id, gw.id);
     }
   }
+  // The extpay connection, while it is there and active; the sandbox is told again about its company.
+  let extpay: DemoFunnelOptions['extpay'];
+  if (ids.extpay_connection_id) {
+    const conn = await ctx.store.run((db) => ctx.services.connections.findLive(db, ids.team_id, ids.extpay_connection_id!));
+    if (conn && conn.is_active) {
+      extpay = { connectionId: conn.id, embedScriptUrl: extpayEmbedScriptUrl(conn.base_url) };
+      if (!seed) await configureExtpaySandboxCompany(ctx, ids.team_id, conn.id);
+    }
+  }
   // The upsell page offers the first upsell that charges something: the gateway refuses a
   // $0 sale, and a free trial upsell would only show that decline.
   const offers = await ctx.store.run((db) => ctx.services.catalog.findOffers(db, ids.team_id, ids.upsells.map((u) => u.offer_id)));
@@ -362,10 +519,14 @@ export async function demoFunnelOptions(ctx: AppContext, seed?: DemoSeed): Promi
     offers: mainOffer ? [mainOffer] : [],
     upsells: upsells.map((u) => u.upsell_id),
     threeDsGatewayId,
+    extpay,
   };
 }
 
-type DemoIds = Pick<DemoSeed, 'team_id' | 'campaign_id' | 'offers' | 'upsells'> & { threeds_gateway_id?: string | null | undefined };
+type DemoIds = Pick<DemoSeed, 'team_id' | 'campaign_id' | 'offers' | 'upsells'> & {
+  threeds_gateway_id?: string | null | undefined;
+  extpay_connection_id?: string | null | undefined;
+};
 
 const DemoIdsFile = z.object({
   team_id: z.string(),
@@ -374,6 +535,8 @@ const DemoIdsFile = z.object({
   upsells: z.array(z.object({ upsell_id: z.string(), step: z.number(), offer_id: z.string() })),
   // Absent in a demo.json written before the 3-D Secure gateway was seeded.
   threeds_gateway_id: z.string().nullable().optional(),
+  // Absent in a demo.json written before the extpay connection was seeded.
+  extpay_connection_id: z.string().nullable().optional(),
 });
 
 function readDemoIds(dataDir: string): DemoIds | undefined {
