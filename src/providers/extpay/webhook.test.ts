@@ -99,6 +99,8 @@ describe('extpay webhook signatures (Standard Webhooks, Whop key rule)', () => {
     expect(verifyExtpayWebhook(raw, { ...h, 'webhook-id': 'msg_other' }, WS_SECRET, at)).toEqual({ ok: false, reason: 'signature_mismatch' });
     // Bytes that are not UTF-8 never verify.
     expect(verifyExtpayWebhook(Buffer.from([0xff, 0xfe]), h, WS_SECRET, at)).toEqual({ ok: false, reason: 'signature_mismatch' });
+    // A byte-order mark put in front of a signed body is a changed body (the decoder must not drop it).
+    expect(verifyExtpayWebhook(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), raw]), h, WS_SECRET, at)).toEqual({ ok: false, reason: 'signature_mismatch' });
   });
 
   it('rejects timestamps more than five minutes old or ahead, and accepts them inside', () => {

@@ -129,7 +129,8 @@ export function signExtpayWebhook(secret: string, msgId: string, timestamp: numb
   return wh.sign(msgId, new Date(timestamp * 1000), toBytes(rawBody).toString('utf8'));
 }
 
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading byte-order mark stays in the text, so it is signed (and checked) like any other byte.
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const WireEvent = z.object({
   id: z.string().nullish(),
