@@ -87,7 +87,11 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           'completed (fulfillment, subscriptions, order webhooks); 202 `success` true, `payment_status` ' +
           '`pending_external_confirmation`: under review, do not advance; 422 `success` false: the payment was not completed ' +
           '(declined, failed or abandoned authentication); 404: no capturable transaction. Capture again after success answers ' +
-          '200 "Payment already captured." with no second charge. Branch on the HTTP status or `data.payment_status`.',
+          '200 "Payment already captured." with no second charge. Branch on the HTTP status or `data.payment_status`. ' +
+          'extpay orders: send the embed\'s receipt id as `payment_id` (without it the newest payment of the checkout is used); ' +
+          '200 completed (fulfillment, externally managed subscription, coupon use, order webhooks); 202 `pending_external_confirmation`: ' +
+          'the provider holds the money, not a decline, advance (the provider\'s payment.succeeded completes the order; safe to retry); ' +
+          '422 "Payment capture failed: …" on a failed payment or a receipt of another order; 404 nothing to capture.',
         body: z.object({ order_number: Id('ord'), payment_id: z.string().min(1).max(200).optional() }).strict(),
       },
     },
@@ -141,7 +145,10 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
         description:
           "One click: charges the upsell's offer × quantity (plus its shipping) on the card saved with the first payment; no card fields. " +
           '200 added (line and totals updated); 402 declined (move the customer to the next offer). Each upsell is charged at most once ' +
-          'per order: repeating it returns the first answer.',
+          'per order: repeating it returns the first answer. extpay orders: the payment method saved by the checkout ' +
+          '(`setup_future_usage` off_session) is charged by the provider: 202 `payment_status` `pending_external_confirmation` ' +
+          '(accepted; the line and total are added when the provider confirms, and a repeat then answers 200), 402 declined by the ' +
+          'provider, 422 card fields sent, 422 `no_saved_payment_method` when the checkout saved none.',
         body: UpsellBody,
       },
     },
@@ -157,7 +164,9 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       schema: {
         tags: ['records'],
         summary: 'Refund a charge of the order',
-        description: 'Full or partial, through the gateway that charged it; never more than the charge minus earlier refunds (422). 201 refunded; 422 `refund_declined` when the gateway refuses.',
+        description:
+          'Full or partial, through the gateway that charged it; never more than the charge minus earlier refunds (422). 201 refunded; 422 `refund_declined` when the gateway refuses. ' +
+          'extpay: submitted to the provider; the refund is recorded with `provisional: true` until the provider\'s refund.created carries the settled amount.',
         params: OrderParams,
         body: RefundBody,
       },
@@ -176,7 +185,9 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       schema: {
         tags: ['records'],
         summary: 'Void a charge of the order',
-        description: 'Cancels an unsettled charge that has no refunds. 201 voided; 422 `void_declined` when the gateway refuses.',
+        description:
+          'Cancels an unsettled charge that has no refunds. 201 voided; 422 `void_declined` when the gateway refuses. ' +
+          'extpay: processed by the provider; a payment whose money it holds (Capture answered 202) is voided and the order cancelled.',
         params: OrderParams,
         body: VoidBody,
       },

@@ -1058,15 +1058,28 @@ export class OrdersService {
   }
 
   /**
+   * One inbound event's effect on one order: under the order's row lock, after the event's
+   * deduplication row (`guard`) in the same transaction; a seen event does nothing.
+   */
+  private async onceUnderOrderLock(teamId: string, orderId: string, guard: (trx: Tx) => Promise<boolean>, effect: (trx: Tx, order: Row<'orders'>) => Promise<void>): Promise<'processed' | 'duplicate'> {
+    const r = await this.store.transaction(async (trx) => {
+      const order = (await repo.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      if (!(await guard(trx))) return 'duplicate' as const;
+      await effect(trx, order);
+      return 'processed' as const;
+    });
+    if (r === 'processed') this.events.nudge();
+    return r;
+  }
+
+  /**
    * refund.created / refund.updated (spec 4.5): the provisional refund takes the settled amount (the
    * order's refunded total follows), a failed one is undone, one made at the provider is recorded.
    */
   async applyExternalRefund(teamId: string, sale: Row<'transactions'>, refund: ExtpayRefund, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
-    const r = await this.store.transaction(async (trx) => {
-      const order = (await repo.findOrder(trx, teamId, sale.order_id, { forUpdate: true }))!;
-      if (!(await guard(trx))) return 'duplicate' as const;
+    return this.onceUnderOrderLock(teamId, sale.order_id, guard, async (trx, order) => {
       const res = await this.payments.settleExternalRefund(trx, teamId, sale, refund);
-      if (res.change === 'unchanged' || !res.transaction) return 'processed' as const;
+      if (res.change === 'unchanged' || !res.transaction) return;
       let updated = order;
       if (res.delta !== 0) {
         const refundedTotal = Math.max(0, order.refunded_total + res.delta);
@@ -1084,10 +1097,7 @@ export class OrdersService {
         const view = await this.view(trx, teamId, updated);
         await this.events.emit(trx, teamId, 'refund.created', { orderId: order.id, object: { ...transactionView(res.transaction), reason: null, order: view } });
       }
-      return 'processed' as const;
     });
-    this.events.nudge();
-    return r;
   }
 
   /**
@@ -1096,9 +1106,7 @@ export class OrdersService {
    * and not won a chargeback is recorded against the charge (once).
    */
   async applyExternalDispute(teamId: string, sale: Row<'transactions'>, d: ExtpayDispute, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
-    const r = await this.store.transaction(async (trx) => {
-      const order = (await repo.findOrder(trx, teamId, sale.order_id, { forUpdate: true }))!;
-      if (!(await guard(trx))) return 'duplicate' as const;
+    return this.onceUnderOrderLock(teamId, sale.order_id, guard, async (trx, order) => {
       const before = (await this.payments.listOrderDisputes(trx, teamId, order.id)).find((x) => x.provider_ref === d.id);
       const rec = await this.payments.recordExternalDispute(trx, teamId, sale, d);
       const reason = d.reason ?? 'no reason given';
@@ -1115,25 +1123,19 @@ export class OrdersService {
         events.push({ type: rec.opened ? 'dispute.created' : 'dispute.updated', data: { dispute: rec.dispute.id, provider_ref: d.id, status: d.status, reason: d.reason, amount: d.amount } });
       }
       if (rec.chargeback) events.push({ type: 'chargeback.recorded', data: { transaction: rec.chargeback.id, charge: sale.id, amount: rec.chargeback.amount, dispute: rec.dispute.id } });
-      if (events.length === 0) return 'processed' as const;
+      if (events.length === 0) return;
       await this.recordEvents(trx, teamId, order.id, events);
       const view = await this.view(trx, teamId, updated);
       await this.events.emit(trx, teamId, 'order.disputed', { orderId: order.id, object: { ...view, dispute: disputeView(rec.dispute) } });
-      return 'processed' as const;
     });
-    this.events.nudge();
-    return r;
   }
 
   /** setup_intent.succeeded (spec 6.1): the payment method the provider saved for the order's customer. */
   async saveExternalMethod(teamId: string, checkout: Row<'transactions'>, s: ExtpaySetupIntent, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
-    return this.store.transaction(async (trx) => {
-      const order = (await repo.findOrder(trx, teamId, checkout.order_id, { forUpdate: true }))!;
-      if (!(await guard(trx))) return 'duplicate' as const;
+    return this.onceUnderOrderLock(teamId, checkout.order_id, guard, async (trx, order) => {
       const method = await this.payments.saveExternalMethod(trx, teamId, order.customer_id, checkout, s, order.is_test);
       if (!order.payment_method_id && order.payment_status === 'completed') await repo.updateOrder(trx, teamId, order.id, { payment_method_id: method.id });
       await this.recordEvents(trx, teamId, order.id, [{ type: 'payment_method.saved', data: { payment_method: method.id, brand: method.brand, last4: method.last4 } }]);
-      return 'processed' as const;
     });
   }
 
