@@ -94,6 +94,18 @@ async function buy(purchaseUrl: string, card: string, saveForLater = true): Prom
   return loc ? new URL(loc).searchParams.get('payment_id')! : '';
 }
 
+/** A delivery as the provider makes it: Standard Webhooks headers signed with the connection's secret. */
+async function deliver(type: string, data: unknown, id = `msg_${randomUUID().replace(/-/g, '')}`) {
+  const body = JSON.stringify({ id, api_version: 'v1', timestamp: new Date().toISOString(), type, company_id: COMPANY, data });
+  const ts = Math.floor(Date.now() / 1000);
+  const res = await fetch(`${app.url}/webhooks/extpay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signExtpayWebhook(SECRET, id, ts, body) },
+    body,
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
 const order = (n: string) => team.api.get(`/v1/orders/${n}`).then((r) => r.body.data);
 const count = (n: string, type: string) =>
   app.store.run(async (db) => (await db.selectFrom('events').select('id').where('order_id', '=', n).where('type', '=', type).execute()).length);
@@ -243,15 +255,7 @@ describe('membership events and renewals', () => {
     await app.store.run((db) => db.updateTable('subscriptions').set({ membership_ref: null, status: 'pending', next_billing_at: null }).where('id', '=', sub!.id).execute());
     // The provider sends the activation again (a new delivery of the current membership).
     const m = await provider(`/memberships/${ref}`);
-    const body = JSON.stringify({ id: `msg_${randomUUID()}`, api_version: 'v1', timestamp: new Date().toISOString(), type: 'membership.activated', company_id: COMPANY, data: m });
-    const id = `msg_${randomUUID().replace(/-/g, '')}`;
-    const ts = Math.floor(Date.now() / 1000);
-    const res = await fetch(`${app.url}/webhooks/extpay`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signExtpayWebhook(SECRET, id, ts, body) },
-      body,
-    });
-    expect(res.status).toBe(200);
+    expect((await deliver('membership.activated', m)).status).toBe(200);
     const [after] = await subsOf(n);
     expect(after).toMatchObject({ membership_ref: ref, status: 'trialing' });
     expect(after!.next_billing_at!.toISOString()).toBe(new Date(m.renewal_period_end).toISOString());
@@ -278,6 +282,8 @@ describe('membership events and renewals', () => {
     expect(after!.status).toBe('active');
     expect(after!.next_billing_at!.toISOString()).toBe(new Date(renewed.body.membership.renewal_period_end).toISOString());
     expect(await count(r.order_number, 'order.completed')).toBe(1);
+    const listed = await team.api.get(`/v1/orders?rebill_of=${n}`);
+    expect(listed.body.data.map((o: any) => o.order_number)).toEqual([r.order_number]);
   });
 
   it('a failed renewal (payment.failed) makes the subscription Past Due', async () => {
@@ -346,6 +352,11 @@ describe('refunds, voids, disputes (spec 4.5)', () => {
     await until('lost mirrored', () => order(n), (o) => o.disputes[0].status === 'lost');
     expect((await order(n)).transactions.filter((t: any) => t.type === 'chargeback')).toHaveLength(1);
     expect(await count(n, 'order.disputed')).toBe(3);
+    const flaggedList = await team.api.get('/v1/orders?needs_qa=true&limit=100');
+    expect(flaggedList.body.data.map((o: any) => o.order_number)).toContain(n);
+    expect(flaggedList.body.data.every((o: any) => o.needs_qa === true)).toBe(true);
+    const chargebacks = await team.api.get(`/v1/transactions?type=chargeback&order_number=${n}`);
+    expect(chargebacks.body.data).toHaveLength(1);
   });
 
   it('a dispute won without leaving the early warning records no chargeback', async () => {
@@ -390,5 +401,31 @@ describe('the stuck-payment watchdog (worker schedule)', () => {
     await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
     expect(await count(n, 'order.completed')).toBe(1);
     expect(await count(n, 'order.upsell_added')).toBe(1);
+  });
+});
+
+describe('deliveries that are not ours', () => {
+  it('a kind we do not act on, or a payment we do not know, answers 200 ignored; while an upsell charge is in flight, 409 (deliver again)', async () => {
+    expect((await deliver('membership.experience_claimed', { id: 'x' })).body.data.result).toBe('ignored');
+    const { n } = await completedOrder([{ offer_id: funnel.offers.serum, quantity: 1 }]);
+    const paid = (await order(n)).transactions[0];
+    const stranger = { ...(await provider(`/payments/${paid.provider_ref}`)), id: 'pay_notours123', metadata: {}, plan: { id: 'plan_notours' }, membership: null, billing_reason: 'one_time' };
+    const ignored = await deliver('payment.succeeded', stranger);
+    expect(ignored.status).toBe(200);
+    expect(ignored.body.data.result).toBe('ignored');
+    // An upsell charge sent and not yet recorded with its payment id (the moment between the provider's answer and our write).
+    await app.store.run((db) =>
+      db
+        .insertInto('transactions')
+        .values({ id: 'txn_inflightupsell0000001', team_id: team.teamId, order_id: n, type: 'sale', status: 'pending', amount: 900, currency: 'USD', connection_id: connectionId, upsell_id: funnel.upsellId })
+        .execute(),
+    );
+    const early = await deliver('payment.succeeded', { ...stranger, id: 'pay_notours456' }, 'msg_earlydelivery1');
+    expect(early.status).toBe(409);
+    expect(early.body.error.code).toBe('webhook_not_ready');
+    const seen = await app.store.run((db) => db.selectFrom('inbound_webhooks').select('id').where('event_id', '=', 'msg_earlydelivery1').execute());
+    expect(seen).toHaveLength(0);
+    await app.store.run((db) => db.deleteFrom('transactions').where('id', '=', 'txn_inflightupsell0000001').execute());
+    expect((await deliver('payment.succeeded', { ...stranger, id: 'pay_notours456' }, 'msg_earlydelivery1')).body.data.result).toBe('ignored');
   });
 });

@@ -76,6 +76,8 @@ export interface OrderFilter {
   customerEmail?: string | undefined;
   customerId?: string | undefined;
   isTest?: boolean | undefined;
+  needsQa?: boolean | undefined;
+  rebillOf?: string | undefined;
   createdGte?: Date | undefined;
   createdLte?: Date | undefined;
 }
@@ -87,6 +89,8 @@ export async function listOrders(db: Executor, teamId: string, f: OrderFilter): 
   if (f.paymentStatus) q = q.where('orders.payment_status', '=', f.paymentStatus);
   if (f.campaignId) q = q.where('orders.campaign_id', '=', f.campaignId);
   if (f.customerId) q = q.where('orders.customer_id', '=', f.customerId);
+  if (f.needsQa !== undefined) q = q.where('orders.needs_qa', '=', f.needsQa);
+  if (f.rebillOf) q = q.where('orders.rebill_of', '=', f.rebillOf);
   if (f.customerEmail) {
     const email = f.customerEmail;
     q = q.where(({ exists, selectFrom }) =>

@@ -14,6 +14,8 @@ const OrdersQuery = ListQuery.extend({
   customer_email: z.string().max(254).optional(),
   customer_number: Id('cus').optional(),
   is_test: BoolQuery,
+  needs_qa: BoolQuery.describe('Orders flagged for review (a dispute)'),
+  rebill_of: Id('ord').optional().describe('The rebill orders (renewals) of one order'),
 }).strict();
 
 function paymentBody(r: PaymentResult) {

@@ -103,6 +103,8 @@ export interface ListOrdersQuery {
   customer_email?: string | undefined;
   customer_number?: string | undefined;
   is_test?: boolean | undefined;
+  needs_qa?: boolean | undefined;
+  rebill_of?: string | undefined;
 }
 
 /** A coupon discounts the products of the first purchase (not shipping, not upsells), never below zero. */
@@ -1321,6 +1323,8 @@ export class OrdersService {
         customerEmail: q.customer_email ? normalizeEmail(q.customer_email) : undefined,
         customerId: q.customer_number,
         isTest: q.is_test,
+        needsQa: q.needs_qa,
+        rebillOf: q.rebill_of,
         createdGte: q.created_gte,
         createdLte: q.created_lte,
       });

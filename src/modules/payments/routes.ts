@@ -7,7 +7,7 @@ import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
 const TransactionsQuery = ListQuery.extend({
   order_number: Id('ord').optional(),
   status: z.enum(['approved', 'declined', 'pending', 'refunded', 'voided']).optional(),
-  type: z.enum(['sale', 'auth', 'capture', 'refund', 'void']).optional(),
+  type: z.enum(['sale', 'auth', 'capture', 'refund', 'void', 'chargeback']).optional(),
   is_test: BoolQuery,
 }).strict();
 
