@@ -286,6 +286,15 @@ describe('membership events and renewals', () => {
     expect(listed.body.data.map((o: any) => o.order_number)).toEqual([r.order_number]);
   });
 
+  it('a renewal for a subscription that lost its membership reference recovers it through the order the payment names', async () => {
+    const { n } = await completedOrder();
+    const [sub] = await subsOf(n);
+    await app.store.run((db) => db.updateTable('subscriptions').set({ membership_ref: null }).where('id', '=', sub!.id).execute());
+    expect((await post(`${control}/memberships/${sub!.membership_ref}/renew`, {})).status).toBe(200);
+    await until('rebill order', () => app.store.run((db) => db.selectFrom('orders').select('id').where('rebill_of', '=', n).execute()), (rows) => rows.length === 1);
+    expect((await subsOf(n))[0]!.membership_ref).toBe(sub!.membership_ref);
+  });
+
   it('a failed renewal (payment.failed) makes the subscription Past Due', async () => {
     const { n } = await completedOrder();
     const [sub] = await subsOf(n);
@@ -401,6 +410,40 @@ describe('the stuck-payment watchdog (worker schedule)', () => {
     await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
     expect(await count(n, 'order.completed')).toBe(1);
     expect(await count(n, 'order.upsell_added')).toBe(1);
+  });
+});
+
+describe('deliveries out of order', () => {
+  it('a late delivery of an older state (dispute, refund, membership) does not undo the newer one', async () => {
+    const { n, receipt } = await completedOrder();
+    // Dispute: opened, then won; the opening's delivery arrives again, late, as a new delivery.
+    const opened = await post(`${control}/payments/${receipt}/disputes`, { status: 'warning_needs_response', reason: 'fraudulent' });
+    const stale = opened.body;
+    await post(`${sandbox.url}/extpay/sandbox/sandbox/disputes/${opened.body.id}`, { status: 'won' });
+    await until('won mirrored', () => order(n), (o) => o.disputes[0]?.status === 'won');
+    expect((await deliver('dispute.created', stale)).status).toBe(200);
+    expect((await order(n)).disputes[0].status).toBe('won');
+
+    // Refund: settled, then failed; the settlement's delivery arrives again, late.
+    await team.api.post(`/v1/orders/${n}/refunds`, { amount: 1000 });
+    const ledger = await fetch(`${control}/ledger?company_id=${COMPANY}`).then((x) => x.json());
+    const refund = ledger.refunds.find((x: any) => x.payment?.id === receipt);
+    const settled = (await post(`${control}/refunds/${refund.id}/settle`, { amount: 10 })).body;
+    await until('settled', () => order(n), (o) => o.transactions.some((t: any) => t.type === 'refund' && !t.provisional));
+    await post(`${control}/refunds/${refund.id}/settle`, { status: 'failed' });
+    await until('failed', () => order(n), (o) => o.refunded_total === 0);
+    expect((await deliver('refund.created', settled)).status).toBe(200);
+    const after = await order(n);
+    expect(after.refunded_total).toBe(0);
+    expect(after.transactions.find((t: any) => t.type === 'refund').status).toBe('declined');
+
+    // Membership: cancelled at the provider; an old "activated" copy arrives late.
+    const [sub] = await subsOf(n);
+    const activeCopy = await provider(`/memberships/${sub!.membership_ref}`);
+    await provider(`/memberships/${sub!.membership_ref}/cancel`, { method: 'POST', body: { cancellation_mode: 'immediate' } });
+    await until('cancelled', () => subsOf(n), (x) => x[0]!.status === 'cancelled');
+    expect((await deliver('membership.activated', activeCopy)).status).toBe(200);
+    expect((await subsOf(n))[0]!.status).toBe('cancelled');
   });
 });
 

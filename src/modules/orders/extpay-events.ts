@@ -30,7 +30,8 @@ function summary(event: ExtpayWebhookEvent): Record<string, unknown> {
  * The eleven inbound extpay event kinds (spec 6.1), each applied with the effect the spec gives.
  * Every effect runs in one transaction with the event's deduplication row (source + webhook-id),
  * so a redelivery, or a retry after a failure, is processed exactly once. Provider reads that an
- * effect needs (the membership's state) happen before that transaction.
+ * effect needs happen before that transaction: memberships, refunds and disputes are applied as
+ * the provider has them now, so deliveries arriving out of order cannot undo a newer state.
  */
 export class ExtpayEventsService {
   constructor(
@@ -58,19 +59,23 @@ export class ExtpayEventsService {
         return this.payment(conn, event.type, event.payment, guard, only, done);
       case 'membership.activated':
       case 'membership.deactivated':
-      case 'membership.cancel_at_period_end_changed':
-        return done(await this.orders.applyMembershipEvent(teamId, event.membership, guard));
+      case 'membership.cancel_at_period_end_changed': {
+        const m = await this.payments.currentMembership(teamId, conn.id, event.membership);
+        return done(await this.orders.applyMembershipEvent(teamId, m, guard));
+      }
       case 'refund.created':
       case 'refund.updated': {
         const sale = event.refund.paymentId ? await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, event.refund.paymentId!)) : undefined;
         if (!sale) return only();
-        return done(await this.orders.applyExternalRefund(teamId, sale, event.refund, guard));
+        const refund = await this.payments.currentRefund(teamId, conn.id, event.refund);
+        return done(await this.orders.applyExternalRefund(teamId, sale, refund, guard));
       }
       case 'dispute.created':
       case 'dispute.updated': {
         const sale = event.dispute.paymentId ? await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, event.dispute.paymentId!)) : undefined;
         if (!sale) return only();
-        return done(await this.orders.applyExternalDispute(teamId, sale, event.dispute, guard));
+        const dispute = await this.payments.currentDispute(teamId, conn.id, event.dispute);
+        return done(await this.orders.applyExternalDispute(teamId, sale, dispute, guard));
       }
       case 'setup_intent.succeeded': {
         const s = event.setupIntent;

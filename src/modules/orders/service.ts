@@ -972,8 +972,14 @@ export class OrdersService {
     guard: (trx: Tx) => Promise<boolean>,
   ): Promise<'processed' | 'ignored' | 'duplicate'> {
     const r = await this.store.transaction(async (trx) => {
-      const subs = await this.subscriptions.forMembership(trx, teamId, p.membershipId!);
+      let subs = await this.subscriptions.forMembership(trx, teamId, p.membershipId!);
       if (!(await guard(trx))) return 'duplicate' as const;
+      const origin = typeof p.metadata.order_number === 'string' ? p.metadata.order_number : null;
+      if (subs.length === 0 && membership && origin) {
+        // The subscription missed its membership reference: the order the renewal names recovers it.
+        await this.subscriptions.applyMembership(trx, teamId, membership, { orderId: origin });
+        subs = await this.subscriptions.forMembership(trx, teamId, p.membershipId!);
+      }
       if (subs.length === 0 || (await this.payments.findExternalSale(trx, teamId, connectionId, p.id))) return 'ignored' as const;
       const parent = (await repo.findOrder(trx, teamId, subs[0]!.order_id, { forUpdate: true }))!;
       const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(subs.map((x) => x.offer_id))])).map((o) => [o.id, o]));

@@ -6,8 +6,10 @@ import { listPage, type Page } from '../../db/pagination.ts';
 import type { Address, GatewayKind, Row } from '../../db/schema.ts';
 import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
 import type {
+  ExtpayConnection,
   ExtpayDispute,
   ExtpayEmbedCheckout,
+  ExtpayError,
   ExtpayMembership,
   ExtpayPayment,
   ExtpayPaymentResult,
@@ -754,6 +756,44 @@ export class PaymentsService {
     if (!conn) return null;
     const r = await this.extpay.retrieveMembership(this.connections.connection(conn), membershipId);
     return r.kind === 'membership' ? r.membership : null;
+  }
+
+  /**
+   * The provider's current state of an object an event announced. Deliveries can arrive out of
+   * order (a dispute's update before its creation): applying the object as it is now, not as the
+   * event carried it, keeps a late delivery from undoing a newer state. A read that may succeed
+   * later fails the delivery (the provider retries); one that cannot (permissions) falls back to
+   * the event's copy.
+   */
+  private async current<T extends object>(teamId: string, connectionId: string, fromEvent: T, read: (c: ExtpayConnection) => Promise<T | ExtpayError>): Promise<T> {
+    const conn = await this.store.run((db) => this.connections.findLive(db, teamId, connectionId));
+    if (!conn) return fromEvent;
+    const r = await read(this.connections.connection(conn));
+    if (!('kind' in r && r.kind === 'error')) return r as T;
+    const err = r as ExtpayError;
+    if (err.safeToRetry) throw new ApiError('gateway_unavailable', `The provider could not be asked for the current state: ${err.message}; deliver the event again.`);
+    return fromEvent;
+  }
+
+  currentDispute(teamId: string, connectionId: string, d: ExtpayDispute): Promise<ExtpayDispute> {
+    return this.current(teamId, connectionId, d, async (c) => {
+      const r = await this.extpay.retrieveDispute(c, d.id);
+      return r.kind === 'dispute' ? r.dispute : r;
+    });
+  }
+
+  currentRefund(teamId: string, connectionId: string, refund: ExtpayRefund): Promise<ExtpayRefund> {
+    return this.current(teamId, connectionId, refund, async (c) => {
+      const r = await this.extpay.retrieveRefund(c, refund.id);
+      return r.kind === 'refund' ? { ...r.refund, paymentId: r.refund.paymentId ?? refund.paymentId } : r;
+    });
+  }
+
+  currentMembership(teamId: string, connectionId: string, m: ExtpayMembership): Promise<ExtpayMembership> {
+    return this.current(teamId, connectionId, m, async (c) => {
+      const r = await this.extpay.retrieveMembership(c, m.id);
+      return r.kind === 'membership' ? { ...r.membership, metadata: { ...m.metadata, ...r.membership.metadata } } : r;
+    });
   }
 
   /** The order's first-payment transaction awaiting the customer or the gateway (Capture's target). */

@@ -16,12 +16,14 @@ import type {
   ExtpayPaymentResult,
   ExtpayProviderAdapter,
   ExtpayRefundLookup,
+  ExtpayDisputeLookup,
   ExtpayRefundRequest,
   ExtpayRefundResult,
   ExtpayVoidResult,
 } from './types.ts';
 import {
   WireCheckoutConfiguration,
+  WireDispute,
   WireMembership,
   WirePayment,
   WirePaymentMethod,
@@ -29,6 +31,7 @@ import {
   buildChargeBody,
   buildCheckoutBody,
   fromWireCheckout,
+  fromWireDispute,
   fromWireMembership,
   fromWirePayment,
   fromWirePaymentMethod,
@@ -217,6 +220,15 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
     const parsed = WireRefund.safeParse(r.json);
     const refund = parsed.success ? fromWireRefund(parsed.data) : null;
     return refund ? { kind: 'refund', refund } : badShape('refund', r.status);
+  }
+
+  async retrieveDispute(conn: ExtpayConnection, disputeId: string): Promise<ExtpayDisputeLookup> {
+    requireConnection(conn);
+    const r = await this.exchange(conn, 'GET', `/disputes/${seg(disputeId)}`, null, null);
+    if (!r.ok) return r.error;
+    const parsed = WireDispute.safeParse(r.json);
+    const dispute = parsed.success ? fromWireDispute(parsed.data) : null;
+    return dispute ? { kind: 'dispute', dispute } : badShape('dispute', r.status);
   }
 
   retrieveMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult> {

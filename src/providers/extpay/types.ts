@@ -316,6 +316,8 @@ export interface ExtpayDispute {
   createdAt: string | null;
 }
 
+export type ExtpayDisputeLookup = { kind: 'dispute'; dispute: ExtpayDispute } | ExtpayError;
+
 export interface ExtpaySetupIntent {
   id: string;
   status: string;
@@ -352,6 +354,7 @@ export interface ExtpayProviderAdapter {
   refundPayment(conn: ExtpayConnection, req: ExtpayRefundRequest): Promise<ExtpayRefundResult>;
   voidPayment(conn: ExtpayConnection, req: { paymentId: string; idempotencyKey?: string | null }): Promise<ExtpayVoidResult>;
   retrieveRefund(conn: ExtpayConnection, refundId: string): Promise<ExtpayRefundLookup>;
+  retrieveDispute(conn: ExtpayConnection, disputeId: string): Promise<ExtpayDisputeLookup>;
   retrieveMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult>;
   cancelMembership(conn: ExtpayConnection, membershipId: string, mode?: ExtpayCancelMode): Promise<ExtpayMembershipResult>;
   uncancelMembership(conn: ExtpayConnection, membershipId: string): Promise<ExtpayMembershipResult>;
