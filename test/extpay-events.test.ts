@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signExtpayWebhook } from '../src/providers/extpay/webhook.ts';
 import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
@@ -323,6 +324,49 @@ describe('refunds, voids, disputes (spec 4.5)', () => {
     const undone = await until('failed refund', () => order(n), (o) => o.refunded_total === 0);
     expect(undone.transactions.find((t: any) => t.type === 'refund').status).toBe('declined');
     expect(await inbound('refund.updated')).toBeGreaterThan(0);
+  });
+
+  it('a provider that settles refunds at once (its refund.created arriving before its answer to our request) counts each refund once', async () => {
+    await post(`${control}/companies`, { company_id: 'biz_autorefund', api_keys: [{ key: 'key_auto_full' }], webhook_url: `${app.url}/webhooks/extpay`, webhook_secret: 'ws_auto', refunds: 'auto' });
+    // The provider's answer to a refund request is held back 700 ms: its webhook (sent at once) arrives first.
+    const proxy = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', async () => {
+        const body = Buffer.concat(chunks);
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'content-length', 'connection'].includes(k))) as Record<string, string>;
+        const upstream = await fetch(`${sandbox.url}${req.url}`, { method: req.method!, headers, ...(body.length ? { body } : {}) });
+        const text = await upstream.text();
+        if (/\/refund$/.test(req.url!)) await new Promise((r) => setTimeout(r, 700));
+        res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' }).end(text);
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const proxied = sandboxApiBaseUrl(`http://127.0.0.1:${(proxy.address() as { port: number }).port}`, 'sandbox');
+    const c = await team.api.post('/v1/extpay-connections', { name: 'auto refunds', api_key: 'key_auto_full', company_id: 'biz_autorefund', environment: 'Sandbox', webhook_secret: 'ws_auto', base_url: proxied });
+    const orders: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await team.api.post('/checkout/orders', {
+        campaign_id: funnel.campaignId,
+        currency: 'USD',
+        customer: { email: email('ar') },
+        products: [{ offer_id: funnel.offers.serum, quantity: 1 }],
+        payment: { method: 'extpay', return_url: 'https://shop.example/thanks', external_payment_id: c.body.data.id },
+      });
+      const receipt = await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+      expect((await team.api.post('/checkout/orders/capture', { order_number: r.body.data.order_number, payment_id: receipt })).status).toBe(200);
+      orders.push(r.body.data.order_number);
+    }
+    const answers = await Promise.all(orders.map((n) => team.api.post(`/v1/orders/${n}/refunds`, { amount: 1000 })));
+    expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201]);
+    for (const n of orders) {
+      const o = await until('refund settled', () => order(n), (x) => x.transactions.some((t: any) => t.type === 'refund' && !t.provisional));
+      expect(o.refunded_total).toBe(1000);
+      expect(o.transactions.filter((t: any) => t.type === 'refund')).toHaveLength(1);
+      expect(o.transactions.find((t: any) => t.type === 'refund')).toMatchObject({ status: 'approved', amount: 1000 });
+      expect(o.events.filter((e: any) => e.type === 'refund.settled')).toHaveLength(1);
+    }
+    proxy.close();
   });
 
   it('a void goes through the provider: a held payment is voided and the order cancelled', async () => {

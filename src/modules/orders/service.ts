@@ -755,10 +755,12 @@ export class OrdersService {
     const result = await this.payments.sendReversal(teamId, sale, reversal);
     const reversed = await this.store.transaction(async (trx) => {
       const order = (await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true }))!;
-      const done = await this.payments.finishReversal(trx, teamId, reversal, result);
+      const { row: done, settledMeanwhile } = await this.payments.finishReversal(trx, teamId, reversal, result);
       const approved = done.status === 'approved';
       let updated = order;
-      if (approved && sale.status === 'pending') {
+      if (settledMeanwhile) {
+        // The provider's refund event settled it first (and moved the totals): nothing more to count.
+      } else if (approved && sale.status === 'pending') {
         // A held extpay payment voided before it settled: no money moved, the order is cancelled.
         await this.payments.settleExternalSale(trx, teamId, sale.id, { status: 'declined', paymentRef: sale.provider_ref, code: 'voided', message: 'Voided before the provider settled it' });
         assertOrderMove(order.status, 'cancelled');

@@ -633,15 +633,23 @@ export class PaymentsService {
       : adapter.refund(account, { transactionId: sale.provider_ref, amount: reversal.amount, currency: reversal.currency, attemptId: reversal.id });
   }
 
-  async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: GatewayResult): Promise<Row<'transactions'>> {
-    return repo.updateTransaction(trx, teamId, reversal.id, {
+  /**
+   * Records the provider's answer to a refund or void. `settledMeanwhile`: the provider's own
+   * event (extpay refund.created) already settled this row while the call was out; it is left as
+   * that event made it, and the order's totals were moved then.
+   */
+  async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: GatewayResult): Promise<{ row: Row<'transactions'>; settledMeanwhile: boolean }> {
+    const current = (await repo.findTransaction(trx, teamId, reversal.id, { forUpdate: true }))!;
+    if (current.status !== 'pending') return { row: current, settledMeanwhile: true };
+    const row = await repo.updateTransaction(trx, teamId, reversal.id, {
       status: result.kind === 'approved' ? 'approved' : 'declined',
-      provider_ref: result.transactionId || null,
+      ...(result.transactionId ? { provider_ref: result.transactionId } : {}),
       response_code: result.responseCode,
       response_text: resultText(result),
       // extpay (spec 4.5): the amount asked for stands until refund.created carries what settled.
       ...(result.kind === 'approved' && result.responseCode === EXTPAY_REFUND_REQUESTED ? { provisional: true, requested_amount: reversal.amount } : {}),
     });
+    return { row, settledMeanwhile: false };
   }
 
   /** extpay: refunds and voids go to the provider, which is merchant of record (spec 4.5). */
@@ -1080,9 +1088,9 @@ export class PaymentsService {
       return { delta: 0, transaction: await repo.updateTransaction(trx, teamId, txn.id, { provider_ref: r.id }), change: 'pending' };
     }
     if (state === 'failed') {
-      if (txn.status !== 'approved') return { delta: 0, transaction: txn, change: 'unchanged' };
+      if (txn.status === 'declined') return { delta: 0, transaction: txn, change: 'unchanged' };
       const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', provisional: false, provider_ref: r.id, response_code: 'refund_failed', response_text: 'The provider could not complete the refund' });
-      return { delta: -txn.amount, transaction: t, change: 'failed' };
+      return { delta: txn.status === 'approved' ? -txn.amount : 0, transaction: t, change: 'failed' };
     }
     if (!txn.provisional && txn.amount === r.amount && txn.status === 'approved') return { delta: 0, transaction: txn, change: 'unchanged' };
     const before = txn.status === 'approved' ? txn.amount : 0;
