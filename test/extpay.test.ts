@@ -116,6 +116,25 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
     expect(sub.next_billing_at!.toISOString()).toBe(new Date(m.renewal_period_end).toISOString());
   });
 
+  it('Capture completes with the coupon: the checkout charges the discounted total and the redemption is recorded once', async () => {
+    const coupon = await app.ctx.services.catalog.createCoupon(team.teamId, { code: 'EXT10', percent_off: 10 });
+    const r = await team.api.post('/checkout/orders', {
+      campaign_id: funnel.campaignId,
+      currency: 'USD',
+      customer: { email: email('cpn') },
+      products: [{ offer_id: funnel.offers.serum, quantity: 1 }],
+      coupon_code: 'EXT10',
+      payment: { method: 'extpay', return_url: 'https://shop.example/thanks' },
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.total).toBe(3900 + 495 - 390);
+    const receipt = await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+    const paid = await (await fetch(`${sandboxApiBaseUrl(sandbox.url, 'sandbox')}/payments/${receipt}`, { headers: { authorization: 'Bearer key_extpay_full' } })).json();
+    expect(Number(paid.total)).toBe(40.05);
+    for (let i = 0; i < 2; i++) expect((await team.api.post('/checkout/orders/capture', { order_number: r.body.data.order_number, payment_id: receipt })).status).toBe(200);
+    expect((await team.api.get(`/v1/coupons/${coupon.id}`)).body.data.times_redeemed).toBe(1);
+  });
+
   it('Capture: 202 while the provider holds the money, 422 on failure or a foreign receipt, 404 with nothing to capture', async () => {
     const held = await createOrder();
     const heldReceipt = await buy(held.body.data.checkout.purchase_url, EXTPAY_CARDS.pending);
