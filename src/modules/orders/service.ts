@@ -1017,7 +1017,7 @@ export class OrdersService {
       );
       const sale = await this.payments.recordRenewalSale(trx, teamId, orderId, connectionId, p, parent.is_test);
       const fulfillment = await this.fulfillments.createForOrder(trx, teamId, orderId, lines);
-      const mirrored = membership ? await this.subscriptions.applyMembership(trx, teamId, membership) : [];
+      if (membership) await this.subscriptions.mirrorMembership(trx, teamId, membership);
       await this.recordEvents(trx, teamId, orderId, [
         { type: 'order.created', data: { rebill_of: parent.id, subscription_id: subs[0]!.id, total: order.total } },
         { type: 'payment.captured', data: { transaction: sale.id, payment_id: p.id } },
@@ -1027,7 +1027,6 @@ export class OrdersService {
       const view = orderView(order, (await this.customers.findMany(trx, teamId, [order.customer_id]))[0]!, lines);
       await this.events.emit(trx, teamId, 'order.completed', { orderId, object: view });
       await this.events.emit(trx, teamId, 'subscription.renewed', { orderId, object: view });
-      for (const sub of mirrored) await this.events.emit(trx, teamId, 'subscription.updated', { orderId: sub.order_id, object: subscriptionView(sub) });
       return 'processed' as const;
     });
     if (r === 'processed') this.events.nudge();
@@ -1040,11 +1039,10 @@ export class OrdersService {
       const subs = await this.subscriptions.forMembership(trx, teamId, p.membershipId!);
       if (!(await guard(trx))) return 'duplicate' as const;
       if (subs.length === 0) return 'ignored' as const;
-      const changed = await this.subscriptions.applyMembership(trx, teamId, membership);
+      await this.subscriptions.mirrorMembership(trx, teamId, membership);
       await this.recordEvents(trx, teamId, subs[0]!.order_id, [
         { type: 'subscription.renewal_failed', data: { payment_id: p.id, amount: p.amount, reason: p.failureMessage, subscription_status: membershipState(membership) } },
       ]);
-      for (const sub of changed) await this.events.emit(trx, teamId, 'subscription.updated', { orderId: sub.order_id, object: subscriptionView(sub) });
       return 'processed' as const;
     });
     if (r === 'processed') this.events.nudge();
@@ -1056,10 +1054,9 @@ export class OrdersService {
     const orderId = typeof m.metadata.order_number === 'string' ? m.metadata.order_number : null;
     const r = await this.store.transaction(async (trx) => {
       if (!(await guard(trx))) return 'duplicate' as const;
-      const changed = await this.subscriptions.applyMembership(trx, teamId, m, orderId ? { orderId } : undefined);
+      const changed = await this.subscriptions.mirrorMembership(trx, teamId, m, orderId ? { orderId } : undefined);
       for (const sub of changed) {
         await this.recordEvents(trx, teamId, sub.order_id, [{ type: 'subscription.synced', data: { subscription_id: sub.id, status: sub.status, membership: m.id } }]);
-        await this.events.emit(trx, teamId, 'subscription.updated', { orderId: sub.order_id, object: subscriptionView(sub) });
       }
       return 'processed' as const;
     });
