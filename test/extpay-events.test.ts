@@ -6,6 +6,7 @@ import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { CARD, email, type Funnel, seedFunnel } from './support/fixtures.ts';
+import { payOnHostedPage } from './support/extpay.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 /**
@@ -85,16 +86,6 @@ function createOrder(products = [{ offer_id: funnel.offers.serum, quantity: 1 }]
   });
 }
 
-/** Pays on the sandbox's hosted page; answers the receipt id. */
-async function buy(purchaseUrl: string, card: string, saveForLater = true): Promise<string> {
-  const u = new URL(purchaseUrl);
-  const form = new URLSearchParams({ session: u.searchParams.get('session')!, email: 'ada@example.com', name: 'Ada Lovelace', card_number: card, return_url: 'https://shop.example/thanks' });
-  if (saveForLater) form.set('setup_future_usage', 'off_session');
-  const res = await fetch(`${u.origin}${u.pathname}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
-  const loc = res.headers.get('location');
-  return loc ? new URL(loc).searchParams.get('payment_id')! : '';
-}
-
 /** A delivery as the provider makes it: Standard Webhooks headers signed with the connection's secret. */
 async function deliver(type: string, data: unknown, id = `msg_${randomUUID().replace(/-/g, '')}`) {
   const body = JSON.stringify({ id, api_version: 'v1', timestamp: new Date().toISOString(), type, company_id: COMPANY, data });
@@ -105,6 +96,11 @@ async function deliver(type: string, data: unknown, id = `msg_${randomUUID().rep
     body,
   });
   return { status: res.status, body: (await res.json()) as any };
+}
+
+/** Pays on the sandbox's hosted page; answers the receipt id ('' when the page kept the customer). */
+async function buy(purchaseUrl: string, card: string, saveForLater = true): Promise<string> {
+  return (await payOnHostedPage(purchaseUrl, card, { saveForLater })) ?? '';
 }
 
 const order = (n: string) => team.api.get(`/v1/orders/${n}`).then((r) => r.body.data);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { payOnHostedPage } from './support/extpay.ts';
 import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
@@ -83,15 +84,6 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-/** Pays on the sandbox's hosted page and answers the receipt id the provider hands back. */
-async function buy(purchaseUrl: string, card: string): Promise<string | null> {
-  const u = new URL(purchaseUrl);
-  const form = new URLSearchParams({ session: u.searchParams.get('session')!, email: 'ada@example.com', name: 'Ada Lovelace', card_number: card, setup_future_usage: 'off_session', return_url: 'https://shop.example/thanks' });
-  const res = await fetch(`${u.origin}${u.pathname}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
-  const loc = res.headers.get('location');
-  return loc ? new URL(loc).searchParams.get('payment_id') : null;
-}
-
 /** An extpay order (physical one-time offer + trial) pinned to the party's connection, paid on the hosted page. */
 async function paidOrder(p: Party): Promise<{ on: string; receipt: string }> {
   const r = await p.team.api.post('/checkout/orders', {
@@ -106,7 +98,7 @@ async function paidOrder(p: Party): Promise<{ on: string; receipt: string }> {
   });
   expect(r.status, r.text).toBe(200);
   expect(r.body.data.payment_status).toBe('pending_redirect');
-  const receipt = await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+  const receipt = await payOnHostedPage(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
   expect(receipt).toMatch(/^pay_/);
   return { on: r.body.data.order_number as string, receipt: receipt! };
 }
@@ -121,6 +113,7 @@ async function providerPayment(p: Party, receipt: string): Promise<Record<string
 }
 
 /** A Whop delivery body: the v1 envelope around the payment. */
+
 function envelope(id: string, companyId: string, payment: Record<string, unknown>, type = 'payment.succeeded'): string {
   return JSON.stringify({ id, api_version: 'v1', timestamp: new Date().toISOString(), type, company_id: companyId, data: payment });
 }

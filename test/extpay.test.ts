@@ -3,6 +3,7 @@ import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
+import { payOnHostedPage } from './support/extpay.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 let app: TestApp;
@@ -37,6 +38,7 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
+
 function createOrder(products = [{ offer_id: funnel.offers.serum, quantity: 1 }], payment: Record<string, unknown> = {}) {
   return team.api.post('/checkout/orders', {
     campaign_id: funnel.campaignId,
@@ -45,15 +47,6 @@ function createOrder(products = [{ offer_id: funnel.offers.serum, quantity: 1 }]
     products,
     payment: { method: 'extpay', return_url: 'https://shop.example/thanks', ...payment },
   });
-}
-
-/** Pays on the sandbox's hosted page and answers the receipt id the provider hands back. */
-async function buy(purchaseUrl: string, card: string): Promise<string | null> {
-  const u = new URL(purchaseUrl);
-  const form = new URLSearchParams({ session: u.searchParams.get('session')!, email: 'ada@example.com', name: 'Ada Lovelace', card_number: card, setup_future_usage: 'off_session', return_url: 'https://shop.example/thanks' });
-  const res = await fetch(`${u.origin}${u.pathname}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
-  const loc = res.headers.get('location');
-  return loc ? new URL(loc).searchParams.get('payment_id') : null;
 }
 
 async function effects(on: string) {
@@ -95,7 +88,7 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
       { offer_id: funnel.offers.trial, quantity: 1 },
     ]);
     const on = r.body.data.order_number;
-    const receipt = await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+    const receipt = await payOnHostedPage(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
     expect(receipt).toMatch(/^pay_/);
     const cap = await team.api.post('/checkout/orders/capture', { order_number: on, payment_id: receipt });
     expect(cap.status, cap.text).toBe(200);
@@ -128,7 +121,7 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
     });
     expect(r.status, r.text).toBe(200);
     expect(r.body.data.total).toBe(3900 + 495 - 390);
-    const receipt = await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+    const receipt = await payOnHostedPage(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
     const paid = await (await fetch(`${sandboxApiBaseUrl(sandbox.url, 'sandbox')}/payments/${receipt}`, { headers: { authorization: 'Bearer key_extpay_full' } })).json();
     expect(Number(paid.total)).toBe(40.05);
     for (let i = 0; i < 2; i++) expect((await team.api.post('/checkout/orders/capture', { order_number: r.body.data.order_number, payment_id: receipt })).status).toBe(200);
@@ -137,7 +130,7 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
 
   it('Capture: 202 while the provider holds the money, 422 on failure or a foreign receipt, 404 with nothing to capture', async () => {
     const held = await createOrder();
-    const heldReceipt = await buy(held.body.data.checkout.purchase_url, EXTPAY_CARDS.pending);
+    const heldReceipt = await payOnHostedPage(held.body.data.checkout.purchase_url, EXTPAY_CARDS.pending);
     const pending = await team.api.post('/checkout/orders/capture', { order_number: held.body.data.order_number, payment_id: heldReceipt });
     expect(pending.status, pending.text).toBe(202);
     expect(pending.body).toMatchObject({ success: true, data: { payment_status: 'pending_external_confirmation' } });
@@ -148,7 +141,7 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
     expect(foreign.body.message).toMatch(/payment capture failed/i);
 
     const failing = await createOrder();
-    await buy(failing.body.data.checkout.purchase_url, EXTPAY_CARDS.failed);
+    await payOnHostedPage(failing.body.data.checkout.purchase_url, EXTPAY_CARDS.failed);
     const failed = await team.api.post('/checkout/orders/capture', { order_number: failing.body.data.order_number });
     expect(failed.status, failed.text).toBe(422);
     expect(failed.body.message).toMatch(/payment capture failed/i);

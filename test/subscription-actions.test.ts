@@ -4,6 +4,7 @@ import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
 import { EXTPAY_CARDS, EXTPAY_PERMISSIONS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { CARD, email, type Funnel, seedFunnel } from './support/fixtures.ts';
+import { payOnHostedPage } from './support/extpay.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 let app: TestApp;
@@ -68,15 +69,6 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-/** Pays on the sandbox's hosted page and answers the receipt id the provider hands back. */
-async function buy(purchaseUrl: string, card: string): Promise<string | null> {
-  const u = new URL(purchaseUrl);
-  const form = new URLSearchParams({ session: u.searchParams.get('session')!, email: 'ada@example.com', name: 'Ada Lovelace', card_number: card, setup_future_usage: 'off_session', return_url: 'https://shop.example/thanks' });
-  const res = await fetch(`${u.origin}${u.pathname}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
-  const loc = res.headers.get('location');
-  return loc ? new URL(loc).searchParams.get('payment_id') : null;
-}
-
 /** An extpay order paid on the hosted page and captured; answers its order number. */
 async function paidExtpayOrder(products: { offer_id: string; quantity: number }[]): Promise<string> {
   const r = await team.api.post('/checkout/orders', {
@@ -88,7 +80,7 @@ async function paidExtpayOrder(products: { offer_id: string; quantity: number }[
   });
   expect(r.status, r.text).toBe(200);
   const on = r.body.data.order_number as string;
-  const receipt = await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+  const receipt = await payOnHostedPage(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
   const cap = await team.api.post('/checkout/orders/capture', { order_number: on, payment_id: receipt });
   expect(cap.status, cap.text).toBe(200);
   return on;
