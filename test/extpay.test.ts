@@ -152,6 +152,25 @@ describe('extpay: Create Order and Capture (spec 4.1 rules 8-10, 4.2)', () => {
     expect(none.body.message).toBe('No capturable transaction found for this order.');
   });
 
+  it('Process Payment pays a lead through the provider, and Reprocess opens a new checkout after a decline', async () => {
+    const lead = await team.api.post('/checkout/leads', { campaign_id: funnel.campaignId, customer: { email: email('lead') }, products: [{ offer_id: funnel.offers.serum, quantity: 1 }] });
+    const on = lead.body.data.order_number;
+    const paid = await team.api.post('/checkout/orders/payment', { order_number: on, payment: { method: 'extpay', return_url: 'https://shop.example/thanks' } });
+    expect(paid.status, paid.text).toBe(200);
+    expect(paid.body.data).toMatchObject({ order_number: on, payment_status: 'pending_redirect', redirect_required: true });
+    const missing = await team.api.post('/checkout/orders/payment', { order_number: on, payment: { method: 'extpay' } });
+    expect(missing.status).toBe(422);
+    await payOnHostedPage(paid.body.data.checkout.purchase_url, EXTPAY_CARDS.failed);
+    expect((await team.api.post('/checkout/orders/capture', { order_number: on })).status).toBe(422);
+    const again = await team.api.post('/checkout/orders/reprocess', { order_number: on, payment: { method: 'extpay', return_url: 'https://shop.example/thanks' } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data.checkout.session_id).not.toBe(paid.body.data.checkout.session_id);
+    const receipt = await payOnHostedPage(again.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
+    const cap = await team.api.post('/checkout/orders/capture', { order_number: on, payment_id: receipt });
+    expect(cap.status, cap.text).toBe(200);
+    expect(cap.body.data).toMatchObject({ status: 'completed', payment_status: 'completed' });
+  });
+
   it('pins a connection, and refuses a deleted or inactive pin', async () => {
     expect((await createOrder(undefined, { external_payment_id: connectionId })).status).toBe(200);
     const spare = (await team.api.post('/v1/extpay-connections', { name: 'spare', api_key: 'key_x_123456789', company_id: 'biz_spare', environment: 'Sandbox' })).body.data.id;
