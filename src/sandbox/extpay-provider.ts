@@ -1,10 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { randomToken } from '../app/ids.ts';
 import { cardBrand } from '../modules/payments/card.ts';
 import { currencyExponent, formatMajorAmount } from '../providers/card-gateway.ts';
 import { luhnValid } from './cards.ts';
+import { type DeliveryAttempt, type DeliveryTarget, SandboxWebhookSender } from './webhook-sender.ts';
 import { EXTPAY_EVENT_TYPES } from '../providers/extpay/webhook.ts';
 
 /**
@@ -231,15 +231,6 @@ interface Dispute {
   updatedAt: string;
 }
 
-export interface DeliveryAttempt {
-  at: string;
-  url: string;
-  /** The receiver's HTTP status; null when it did not answer. */
-  status: number | null;
-  error: string | null;
-  duration_ms: number;
-}
-
 interface WebhookEvent {
   id: string;
   env: ExtpayEnv;
@@ -424,15 +415,10 @@ function withQuery(url: string, params: Record<string, string>): string {
 
 export class ExtpaySandboxProvider {
   private readonly envs: Record<ExtpayEnv, EnvState> = { sandbox: this.emptyEnv(), production: this.emptyEnv() };
-  private timers = new Set<NodeJS.Timeout>();
-  private inFlight = new AbortController();
-  private closed = false;
-  private readonly webhookTimeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly sender: SandboxWebhookSender;
 
   constructor(opts: ExtpaySandboxProviderOptions = {}) {
-    this.webhookTimeoutMs = opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
-    this.fetchImpl = opts.fetch ?? fetch;
+    this.sender = new SandboxWebhookSender({ fetch: opts.fetch, timeoutMs: opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS, userAgent: 'checkstand-extpay-sandbox/1' });
   }
 
   private emptyEnv(): EnvState {
@@ -737,7 +723,7 @@ export class ExtpaySandboxProvider {
       this.fail(caller.env, p, 'Your card was declined for this off-session charge.');
     } else {
       const env = caller.env;
-      this.later(caller.company.chargeSettleMs, () => {
+      this.sender.later(caller.company.chargeSettleMs, () => {
         if (p.status === 'pending') this.succeed(env, p);
       });
     }
@@ -1109,7 +1095,7 @@ export class ExtpaySandboxProvider {
     if (!e) return notFound('event', eventId);
     const c = this.envs[env].companies.get(e.companyId);
     if (!c?.webhookUrl) return error(409, 'invalid_request_error', 'no_webhook_url', 'The company has no webhook_url.');
-    const attempt = await this.attempt(c, e);
+    const attempt = await this.sender.attempt(this.target(c, e), e);
     return { status: 200, body: { event: { id: e.id, type: e.type, delivered: e.delivered }, attempt } };
   }
 
@@ -1127,10 +1113,7 @@ export class ExtpaySandboxProvider {
 
   /** Stops timers and retries and cuts deliveries short; nothing runs after this. */
   close(): void {
-    this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
-    this.inFlight.abort();
+    this.sender.close();
   }
 
   // ---- internals ----
@@ -1496,26 +1479,7 @@ export class ExtpaySandboxProvider {
     const body = JSON.stringify({ id, api_version: 'v1', timestamp: created, type, company_id: c.id, data });
     const e: WebhookEvent = { id, env, companyId: c.id, type, created, body, subject, attempts: [], delivered: false };
     this.envs[env].events.set(id, e);
-    if (c.webhookUrl) this.scheduleDelivery(c, e, 0);
-  }
-
-  private later(ms: number, fn: () => unknown): void {
-    if (this.closed) return;
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      if (!this.closed) fn();
-    }, ms);
-    this.timers.add(t);
-  }
-
-  private scheduleDelivery(c: Company, e: WebhookEvent, attemptNo: number): void {
-    const delays = c.retryDelaysMs;
-    if (attemptNo >= delays.length) return;
-    this.later(delays[attemptNo]!, async () => {
-      if (e.delivered || !c.webhookUrl) return;
-      const a = await this.attempt(c, e);
-      if (a.status === null || a.status < 200 || a.status >= 300) this.scheduleDelivery(c, e, attemptNo + 1);
-    });
+    if (c.webhookUrl) this.sender.deliver(this.target(c, e), e);
   }
 
   /**
@@ -1535,31 +1499,18 @@ export class ExtpaySandboxProvider {
     return `v1,${createHmac('sha256', ExtpaySandboxProvider.signingKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
   }
 
-  private async attempt(c: Company, e: WebhookEvent): Promise<DeliveryAttempt> {
-    const url = c.webhookUrl!;
-    const ts = Math.floor(Date.now() / 1000);
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'checkstand-extpay-sandbox/1', 'webhook-id': e.id, 'webhook-timestamp': String(ts) };
-    // A company without a secret gets unsigned deliveries, which a receiver must refuse.
-    if (c.webhookSecret) headers['webhook-signature'] = this.sign(c.webhookSecret, e.id, ts, e.body);
-    const started = performance.now();
-    const attempt: DeliveryAttempt = { at: new Date().toISOString(), url, status: null, error: null, duration_ms: 0 };
-    try {
-      const res = await this.fetchImpl(url, {
-        method: 'POST',
-        headers,
-        body: e.body,
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(this.webhookTimeoutMs), this.inFlight.signal]),
-      });
-      await res.arrayBuffer().catch(() => undefined);
-      attempt.status = res.status;
-      if (res.status >= 200 && res.status < 300) e.delivered = true;
-    } catch (err) {
-      const x = err as { name?: string; message?: string; cause?: { code?: unknown } };
-      attempt.error = x.name === 'TimeoutError' ? `timed out after ${this.webhookTimeoutMs} ms` : typeof x.cause?.code === 'string' ? x.cause.code : String(x.message ?? err).slice(0, 200);
-    }
-    attempt.duration_ms = Math.round(performance.now() - started);
-    e.attempts.push(attempt);
-    return attempt;
+  /** Where a company's events go, signed with its current secret and a fresh timestamp per attempt. */
+  private target(c: Company, e: WebhookEvent): DeliveryTarget {
+    return {
+      url: () => c.webhookUrl,
+      retryDelaysMs: () => c.retryDelaysMs,
+      headers: () => {
+        const ts = Math.floor(Date.now() / 1000);
+        const h: Record<string, string> = { 'webhook-id': e.id, 'webhook-timestamp': String(ts) };
+        // A company without a secret gets unsigned deliveries, which a receiver must refuse.
+        if (c.webhookSecret) h['webhook-signature'] = this.sign(c.webhookSecret, e.id, ts, e.body);
+        return h;
+      },
+    };
   }
 }

@@ -1,9 +1,9 @@
 import { createHash, createHmac } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { randomToken } from '../app/ids.ts';
 import { cardBrand } from '../modules/payments/card.ts';
 import { luhnValid } from './cards.ts';
+import { type DeliveryAttempt, type DeliveryTarget, SandboxWebhookSender } from './webhook-sender.ts';
 
 /**
  * The state and rules of the 3-D Secure gateway stand-in, apart from HTTP: accounts (one per test
@@ -111,15 +111,6 @@ interface Refund {
   currency: string;
   status: 'succeeded';
   created: number;
-}
-
-export interface DeliveryAttempt {
-  at: string;
-  url: string;
-  /** The receiver's HTTP status; null when it did not answer. */
-  status: number | null;
-  error: string | null;
-  duration_ms: number;
 }
 
 interface WebhookEvent {
@@ -254,15 +245,10 @@ export class ThreeDsSandboxGateway {
   /** Every payment and event by id, for the hosted page and the control endpoints. */
   private payments = new Map<string, Payment>();
   private events = new Map<string, WebhookEvent>();
-  private timers = new Set<NodeJS.Timeout>();
-  private inFlight = new AbortController();
-  private closed = false;
-  private readonly webhookTimeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly sender: SandboxWebhookSender;
 
   constructor(opts: ThreeDsSandboxGatewayOptions = {}) {
-    this.webhookTimeoutMs = opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
-    this.fetchImpl = opts.fetch ?? fetch;
+    this.sender = new SandboxWebhookSender({ fetch: opts.fetch, timeoutMs: opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS, userAgent: 'checkstand-3ds-sandbox/1' });
   }
 
   // ---- accounts, auth, idempotency ----
@@ -504,7 +490,7 @@ export class ThreeDsSandboxGateway {
         if (p.behaviour === 'challengeThenReview') {
           this.move(p, 'processing');
           this.emit(acct, 'PAYMENT_UNDER_REVIEW', p);
-          if (acct.reviewMs !== null) this.later(acct.reviewMs, () => this.resolveReview(p.id, 'succeeded'));
+          if (acct.reviewMs !== null) this.sender.later(acct.reviewMs, () => this.resolveReview(p.id, 'succeeded'));
         } else {
           this.move(p, 'succeeded');
           this.saveMethod(acct, p);
@@ -578,16 +564,13 @@ export class ThreeDsSandboxGateway {
     if (!e) return notFound('event', eventId);
     const acct = this.account(e.apiKey);
     if (!acct.webhookUrl) return error(409, 'invalid_request_error', 'no_webhook_url', 'The account has no webhook_url.');
-    const attempt = await this.attempt(acct, e);
+    const attempt = await this.sender.attempt(this.target(acct, e), e);
     return { status: 200, body: { event: this.eventView(e), attempt } };
   }
 
   /** Stops review timers and retries, and cuts deliveries short; nothing runs after this. */
   close(): void {
-    this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
-    this.inFlight.abort();
+    this.sender.close();
   }
 
   // ---- internals ----
@@ -637,15 +620,6 @@ export class ThreeDsSandboxGateway {
     return { id: e.id, type: e.type, payment_id: e.paymentId, created: e.created, delivered: e.delivered, attempts: e.attempts };
   }
 
-  private later(ms: number, fn: () => unknown): void {
-    if (this.closed) return;
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      if (!this.closed) fn();
-    }, ms);
-    this.timers.add(t);
-  }
-
   /** Records the event and, when the account has a webhook URL, delivers it on the retry schedule. */
   private emit(acct: Account, type: EventType, p: Payment): void {
     const id = `evt_${randomToken(24)}`;
@@ -654,17 +628,7 @@ export class ThreeDsSandboxGateway {
     const e: WebhookEvent = { id, apiKey: acct.apiKey, type, paymentId: p.id, created, body, attempts: [], delivered: false };
     acct.events.push(e);
     this.events.set(id, e);
-    if (acct.webhookUrl) this.scheduleDelivery(acct, e, 0);
-  }
-
-  private scheduleDelivery(acct: Account, e: WebhookEvent, attemptNo: number): void {
-    const delays = acct.retryDelaysMs;
-    if (attemptNo >= delays.length) return;
-    this.later(delays[attemptNo]!, async () => {
-      if (e.delivered || !acct.webhookUrl) return;
-      const a = await this.attempt(acct, e);
-      if (a.status === null || a.status < 200 || a.status >= 300) this.scheduleDelivery(acct, e, attemptNo + 1);
-    });
+    if (acct.webhookUrl) this.sender.deliver(this.target(acct, e), e);
   }
 
   /** Signs with a fresh timestamp: `t=<unix>,v1=hex(HMAC-SHA256(secret, "<t>.<body>"))`. */
@@ -673,31 +637,13 @@ export class ThreeDsSandboxGateway {
     return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
   }
 
-  private async attempt(acct: Account, e: WebhookEvent): Promise<DeliveryAttempt> {
-    const url = acct.webhookUrl!;
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'checkstand-3ds-sandbox/1' };
-    // An account without a secret gets unsigned deliveries, which a receiver must refuse.
-    if (acct.webhookSecret) headers[SIGNATURE_HEADER] = this.sign(acct.webhookSecret, e.body);
-    const started = performance.now();
-    const attempt: DeliveryAttempt = { at: new Date().toISOString(), url, status: null, error: null, duration_ms: 0 };
-    try {
-      const res = await this.fetchImpl(url, {
-        method: 'POST',
-        headers,
-        body: e.body,
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(this.webhookTimeoutMs), this.inFlight.signal]),
-      });
-      await res.arrayBuffer().catch(() => undefined);
-      attempt.status = res.status;
-      if (res.status >= 200 && res.status < 300) e.delivered = true;
-    } catch (err) {
-      const x = err as { name?: string; message?: string; cause?: { code?: unknown } };
-      attempt.error =
-        x.name === 'TimeoutError' ? `timed out after ${this.webhookTimeoutMs} ms` : typeof x.cause?.code === 'string' ? x.cause.code : String(x.message ?? err).slice(0, 200);
-    }
-    attempt.duration_ms = Math.round(performance.now() - started);
-    e.attempts.push(attempt);
-    return attempt;
+  /** Where an account's events go, signed with its current secret and a fresh timestamp per attempt. */
+  private target(acct: Account, e: WebhookEvent): DeliveryTarget {
+    return {
+      url: () => acct.webhookUrl,
+      retryDelaysMs: () => acct.retryDelaysMs,
+      // An account without a secret gets unsigned deliveries, which a receiver must refuse.
+      headers: (): Record<string, string> => (acct.webhookSecret ? { [SIGNATURE_HEADER]: this.sign(acct.webhookSecret, e.body) } : {}),
+    };
   }
 }
