@@ -17,44 +17,26 @@ import { type ExtpayWebhookEvent, verifyExtpayWebhook } from '../src/providers/e
 import { embedCheckout } from '../src/providers/extpay/wire.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
+import { type Delivery, type RecordingReceiver, startRecordingReceiver } from './support/receiver.ts';
 
 // The real adapter against the sandbox over a real socket, and a local receiver for the provider's
 // Standard-Webhooks-signed events; no database involved.
 let sandbox: { url: string; close(): Promise<void> };
-let receiver: http.Server;
 let receiverUrl: string;
 let seq = 0;
 
-interface Delivery {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  raw: Buffer;
-  answered: number;
-}
-const deliveries: Delivery[] = [];
-/** Receiver paths that answer 500 to their next N deliveries. */
-const failures = new Map<string, number>();
+let deliveries: Delivery[];
+let failures: Map<string, number>;
+let recorder: RecordingReceiver;
 
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0 });
-  receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const path = req.url ?? '';
-      const left = failures.get(path) ?? 0;
-      const answered = left > 0 ? 500 : 204;
-      if (left > 0) failures.set(path, left - 1);
-      deliveries.push({ path, headers: req.headers, raw: Buffer.concat(chunks), answered });
-      res.writeHead(answered).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  recorder = await startRecordingReceiver();
+  ({ deliveries, failures, url: receiverUrl } = recorder);
 });
 afterAll(async () => {
   await sandbox?.close();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await recorder?.close();
 });
 
 const WS_SECRET = 'ws_9f3c1d2e4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff';
