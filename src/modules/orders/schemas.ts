@@ -102,19 +102,24 @@ export const CreateLeadBody = z
   .meta({ id: 'CreateLead', description: '`billing` is not accepted here (spec 2.1); send it with Process Payment or Create Order.' });
 export type CreateLeadBody = z.infer<typeof CreateLeadBody>;
 
+/** The fields Create Order and Process Payment share: addresses, routing, throttle, coupon, the payment. */
+const PaymentRequest = {
+  billing: Address.optional(),
+  shipping_address: Address.optional(),
+  phone: Phone.optional(),
+  ...Routing,
+  is_throttle: z.boolean().optional(),
+  coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
+  payment: PaymentInput,
+};
+
 export const CreateOrderBody = z
   .object({
     campaign_id: Id('cmp'),
     currency: Currency,
     customer: CustomerInput,
     products: Products,
-    billing: Address.optional(),
-    shipping_address: Address.optional(),
-    phone: Phone.optional(),
-    ...Routing,
-    is_throttle: z.boolean().optional(),
-    coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
-    payment: PaymentInput,
+    ...PaymentRequest,
   })
   .strict()
   .superRefine(oneRoute)
@@ -128,13 +133,7 @@ export const ProcessPaymentBody = z
     currency: Currency.optional(),
     customer: CustomerPatch.optional(),
     products: Products.optional().describe("Replaces the lead's products; omit to pay for the products already on the order"),
-    billing: Address.optional(),
-    shipping_address: Address.optional(),
-    phone: Phone.optional(),
-    ...Routing,
-    is_throttle: z.boolean().optional(),
-    coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
-    payment: PaymentInput,
+    ...PaymentRequest,
   })
   .strict()
   .superRefine(oneRoute)
