@@ -17,7 +17,7 @@ import { type ExtpayWebhookEvent, verifyExtpayWebhook } from '../src/providers/e
 import { embedCheckout } from '../src/providers/extpay/wire.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
-import { type Delivery, type RecordingReceiver, startRecordingReceiver } from './support/receiver.ts';
+import { type Delivery, type RecordingReceiver, startRecordingReceiver, waitFor } from './support/receiver.ts';
 
 // The real adapter against the sandbox over a real socket, and a local receiver for the provider's
 // Standard-Webhooks-signed events; no database involved.
@@ -102,16 +102,6 @@ async function buy(co: ExtpayCheckout, card: string = EXTPAY_CARDS.paid, opts: {
   const back = new URL(res.headers.get('location')!);
   expect(back.searchParams.get('status')).toBe('success');
   return back.searchParams.get('payment_id')!;
-}
-
-async function waitFor<T>(find: () => T | undefined, what: string, timeoutMs = 5_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const found = find();
-    if (found !== undefined) return found;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 function bodyOf(d: Delivery): { id: string; type: string; data: { id: string } & Record<string, unknown> } {

@@ -8,7 +8,7 @@ import type { ThreeDsOutcome, ThreeDsPaymentRequest, ThreeDsPaymentResult } from
 import { verifyThreeDsWebhook } from '../src/providers/threeds/webhook.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
-import { type Delivery, type RecordingReceiver, startRecordingReceiver } from './support/receiver.ts';
+import { type Delivery, type RecordingReceiver, startRecordingReceiver, waitFor } from './support/receiver.ts';
 
 // The real adapter against the sandbox over a real socket, and a local receiver for the gateway's
 // webhooks; no database involved.
@@ -72,16 +72,6 @@ async function complete(url: string, result: 'success' | 'fail' | 'abandon'): Pr
   const res = await fetch(`${url}/complete?result=${result}`, { redirect: 'manual' });
   expect(res.status).toBe(302);
   return new URL(res.headers.get('location')!);
-}
-
-async function waitFor<T>(find: () => T | undefined, what: string, timeoutMs = 5_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const found = find();
-    if (found !== undefined) return found;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 function eventOf(d: Delivery): { id: string; type: string; data: { payment: { id: string; status: string } } } {

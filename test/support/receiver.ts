@@ -41,3 +41,14 @@ export async function startRecordingReceiver(): Promise<RecordingReceiver> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** Polls `find` (every 20 ms) until it answers something, or fails naming `what` after `timeoutMs`. */
+export async function waitFor<T>(find: () => T | undefined, what: string, timeoutMs = 5_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
