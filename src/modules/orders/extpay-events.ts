@@ -128,7 +128,8 @@ export class ExtpayEventsService {
     const first = sale ?? (await this.store.run((db) => this.payments.findFirstPaymentFor(db, teamId, conn.id, p)));
     if (first && !first.upsell_id) {
       if (approved) {
-        const membership = await this.payments.membershipOf(teamId, conn.id, p.membershipId);
+        // Settled already (Capture or an earlier delivery won): the finalize only records this event, no provider read needed.
+        const membership = first.status === 'pending' ? await this.payments.membershipOf(teamId, conn.id, p.membershipId) : null;
         return done(await this.orders.finalizeFirstPayment(teamId, first.order_id, first.id, paidExternally(p), guard, membership));
       }
       return done(await this.orders.finalizeFirstPayment(teamId, first.order_id, first.id, { approved: false, ...decline, paymentRef: p.id }, guard));
