@@ -15,7 +15,8 @@ import { PaymentsService } from '../modules/payments/service.ts';
 import { WebhooksService, webhookOptionsFrom } from '../modules/webhooks/service.ts';
 import { nmiAdapter } from '../providers/nmi/adapter.ts';
 import { threeDsAdapter } from '../providers/threeds/adapter.ts';
-import { threeDsPort } from '../modules/payments/threeds-port.ts';
+import { nmiProvider } from '../providers/nmi/provider.ts';
+import { threeDsProvider } from '../providers/threeds/provider.ts';
 import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
 import type { Config } from './config.ts';
@@ -58,7 +59,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const mail = new MailService(store, catalog, createMailTransport(config), { from: config.mailFrom, retryDelaysMs: config.mailRetryScheduleMs });
   events.registerSink(mail);
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
-  const payments = new PaymentsService(store, gateways, { nmi: nmiAdapter }, threeDsPort(threeDsAdapter), connections, extpayAdapter);
+  const payments = new PaymentsService(store, gateways, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, connections, extpayAdapter);
   const fulfillments = new FulfillmentsService(store);
   const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, payments, events);
   const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);

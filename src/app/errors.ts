@@ -42,6 +42,11 @@ export const ERRORS = {
   idempotency_in_flight: { status: 409, type: 'idempotency_error', message: 'A request with this Idempotency-Key is still being processed; retry later.' },
   idempotency_key_reused: { status: 422, type: 'idempotency_error', message: 'This Idempotency-Key was already used with a different request body.' },
   // api_error
+  payment_outcome_unknown: {
+    status: 502,
+    type: 'api_error',
+    message: 'The provider did not answer, so the outcome is not known yet; it is confirmed with the provider within minutes. Do not send it again.',
+  },
   internal: { status: 500, type: 'api_error', message: 'Something went wrong on our side. The error has been logged.' },
 } as const satisfies Record<string, { status: number; type: string; message: string }>;
 

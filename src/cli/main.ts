@@ -143,6 +143,24 @@ export function buildCli(): Command {
     });
 
   program
+    .command('reconcile')
+    .description(
+      'Run the payment recovery once and exit: ask the providers about every attempt whose answer was never recorded ' +
+        '(older than the grace period) and finalize it, then re-check redirected payments nobody settled. Prints a JSON tally.',
+    )
+    .option('--grace-seconds <n>', 'only attempts older than this (default 120: longer than any provider call)', '120')
+    .action((o: { graceSeconds: string }) =>
+      withRuntime(async (rt) => {
+        const grace = Number(o.graceSeconds);
+        if (!Number.isFinite(grace) || grace < 0) throw new Error('--grace-seconds must be a number of seconds, 0 or more');
+        const { recoverUnknownAttempts } = await import('../modules/orders/recover.ts');
+        const attempts = await recoverUnknownAttempts({ store: rt.ctx.store, orders: rt.ctx.services.orders, payments: rt.ctx.services.payments }, grace * 1000, rt.log);
+        const redirects = await rt.ctx.services.orders.reconcilePendingPayments(grace * 1000);
+        console.log(JSON.stringify({ attempts, redirects }));
+      }),
+    );
+
+  program
     .command('migrate')
     .description('Apply pending database migrations and exit')
     .action(() =>

@@ -225,7 +225,17 @@ export interface TransactionsTable {
   plan_ref: ColumnType<string | null, string | null | undefined, string | null>;
   provisional: Defaulted<boolean>;
   requested_amount: ColumnType<number | null, number | null | undefined, number | null>;
+  step: ColumnType<string | null, string | null | undefined, string | null>;
+  in_flight: Defaulted<boolean>;
+  volume_month: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
+}
+
+export interface GatewayVolumeTable {
+  gateway_id: string;
+  month: string;
+  team_id: string;
+  amount: Defaulted<number>;
 }
 
 export interface FulfillmentsTable {
@@ -510,6 +520,7 @@ export interface DB {
   order_lines: OrderLinesTable;
   order_events: OrderEventsTable;
   transactions: TransactionsTable;
+  gateway_volume: GatewayVolumeTable;
   fulfillments: FulfillmentsTable;
   subscriptions: SubscriptionsTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AppContext } from '../app/context.ts';
+import { ATTEMPT_GRACE_MS, recoverUnknownAttempts } from '../modules/orders/recover.ts';
 
 export interface Schedule {
   name: string;
@@ -19,6 +20,14 @@ export interface Drainer {
 
 /** Periodic housekeeping and the stuck-payment watchdog. */
 export const SCHEDULES: Schedule[] = [
+  {
+    // Attempts whose provider answer was never recorded (a crash, a timeout): ask the provider.
+    name: 'recover-unknown-attempts',
+    everyMs: 60_000,
+    async run(ctx) {
+      return { ...(await recoverUnknownAttempts({ store: ctx.store, orders: ctx.services.orders, payments: ctx.services.payments }, ATTEMPT_GRACE_MS)) };
+    },
+  },
   {
     // Redirected payments older than 15 minutes that neither Capture nor a webhook settled.
     name: 'reconcile-pending-payments',

@@ -158,6 +158,32 @@ export async function insertRedemption(db: Executor, row: NewRow<'coupon_redempt
   return r !== undefined;
 }
 
+/** Takes one use of a coupon in the statement that checks its limit; false when it is used up. */
+export async function reserveRedemption(db: Executor, teamId: string, id: string): Promise<boolean> {
+  const r = await db
+    .updateTable('coupons')
+    .set((eb) => ({ times_redeemed: eb('times_redeemed', '+', 1), updated_at: new Date() }))
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('max_redemptions', 'is', null), eb('times_redeemed', '<', eb.ref('max_redemptions'))]))
+    .returning('id')
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/** Gives back the use an order's declined payment held; false when the order held none. */
+export async function releaseRedemption(db: Executor, teamId: string, couponId: string, orderId: string): Promise<boolean> {
+  const gone = await db.deleteFrom('coupon_redemptions').where('team_id', '=', teamId).where('coupon_id', '=', couponId).where('order_id', '=', orderId).returning('id').executeTakeFirst();
+  if (!gone) return false;
+  await db
+    .updateTable('coupons')
+    .set((eb) => ({ times_redeemed: sql<number>`greatest(0, ${eb.ref('times_redeemed')} - 1)`, updated_at: new Date() }))
+    .where('team_id', '=', teamId)
+    .where('id', '=', couponId)
+    .execute();
+  return true;
+}
+
 export async function incrementRedemptions(db: Executor, teamId: string, id: string): Promise<void> {
   await db
     .updateTable('coupons')

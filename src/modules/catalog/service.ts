@@ -146,6 +146,21 @@ export class CatalogService {
     }
   }
 
+  /**
+   * Holds one use of a coupon for an order whose discounted payment is starting: the redemption
+   * row and the guarded increment together, so concurrent checkouts can never pass max_redemptions.
+   * An order that holds its use already keeps it. False: the coupon is used up.
+   */
+  async reserveCoupon(trx: Tx, teamId: string, couponId: string, orderId: string, amount: number): Promise<boolean> {
+    if (!(await repo.insertRedemption(trx, { id: newId('couponRedemption'), team_id: teamId, coupon_id: couponId, order_id: orderId, amount }))) return true;
+    return repo.reserveRedemption(trx, teamId, couponId);
+  }
+
+  /** The discounted payment declined or failed: its use goes back to the coupon. */
+  releaseCoupon(trx: Tx, teamId: string, couponId: string, orderId: string): Promise<boolean> {
+    return repo.releaseRedemption(trx, teamId, couponId, orderId);
+  }
+
   findUpsell(db: Executor, teamId: string, id: string): Promise<Row<'upsells'> | undefined> {
     return repo.findUpsell(db, teamId, id);
   }

@@ -51,18 +51,34 @@ export async function listGateways(db: Executor, teamId: string, w: ListWindow):
 }
 
 /** Approved sales through the gateway in [from, to): what counts against a monthly cap. */
-export async function sumApprovedSales(db: Executor, teamId: string, gatewayId: string, from: Date, to: Date): Promise<number> {
-  const r = await db
-    .selectFrom('transactions')
-    .select(sql<number>`coalesce(sum(amount), 0)`.as('total'))
+/**
+ * Reserves `amount` of a gateway's monthly volume in the statement that checks the cap: the row is
+ * created or grown only while the result stays within `limit` (null: no cap). Undefined: over the cap.
+ */
+export async function reserveVolume(db: Executor, teamId: string, gatewayId: string, month: string, amount: number, limit: number | null): Promise<number | undefined> {
+  if (limit !== null && amount > limit) return undefined;
+  const r = await sql<{ amount: number }>`
+    INSERT INTO gateway_volume (gateway_id, month, team_id, amount) VALUES (${gatewayId}, ${month}, ${teamId}, ${amount})
+    ON CONFLICT (gateway_id, month) DO UPDATE SET amount = gateway_volume.amount + EXCLUDED.amount
+    WHERE ${limit}::bigint IS NULL OR gateway_volume.amount + EXCLUDED.amount <= ${limit}::bigint
+    RETURNING amount`.execute(db);
+  return r.rows[0] ? Number(r.rows[0].amount) : undefined;
+}
+
+/** Gives back volume an attempt reserved and did not use (declined or failed). */
+export async function releaseVolume(db: Executor, teamId: string, gatewayId: string, month: string, amount: number): Promise<void> {
+  await db
+    .updateTable('gateway_volume')
+    .set((eb) => ({ amount: sql<number>`greatest(0, ${eb.ref('amount')} - ${amount})` }))
     .where('team_id', '=', teamId)
     .where('gateway_id', '=', gatewayId)
-    .where('status', '=', 'approved')
-    .where('type', '=', 'sale')
-    .where('created_at', '>=', from)
-    .where('created_at', '<', to)
-    .executeTakeFirstOrThrow();
-  return Number(r.total);
+    .where('month', '=', month)
+    .execute();
+}
+
+export async function volumeOf(db: Executor, teamId: string, gatewayId: string, month: string): Promise<number> {
+  const r = await db.selectFrom('gateway_volume').select('amount').where('team_id', '=', teamId).where('gateway_id', '=', gatewayId).where('month', '=', month).executeTakeFirst();
+  return r ? Number(r.amount) : 0;
 }
 
 // ---- payment routers

@@ -77,6 +77,11 @@ export function orderMembers<T extends { priority: number; weight: number }>(str
 }
 
 /** [first instant of now's UTC month, first instant of the next one). */
+/** The UTC month a charge's volume counts in: 'YYYY-MM'. */
+export function volumeMonth(now: Date): string {
+  return now.toISOString().slice(0, 7);
+}
+
 export function utcMonth(now: Date): { from: Date; to: Date } {
   return {
     from: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
@@ -154,10 +159,28 @@ export class GatewaysService {
     };
   }
 
-  /** Approved sales through the gateway since the first instant of the current UTC month; refunds are not subtracted. */
+  /**
+   * Month-to-date volume (UTC) of a gateway: approved sales plus what open attempts have reserved;
+   * refunds are not subtracted.
+   */
   monthToDateVolume(db: Executor, teamId: string, gatewayId: string, now: Date = new Date()): Promise<number> {
-    const { from, to } = utcMonth(now);
-    return repo.sumApprovedSales(db, teamId, gatewayId, from, to);
+    return repo.volumeOf(db, teamId, gatewayId, volumeMonth(now));
+  }
+
+  /**
+   * Reserves a charge's amount on the gateway's monthly volume, atomically against the tightest of
+   * the gateway's and the router member's caps. Returns the month reserved in, or null when the
+   * charge would pass a cap (the gateway is skipped). Concurrent charges can never overrun a cap.
+   */
+  async reserveVolume(db: Executor, teamId: string, gateway: Row<'gateways'>, memberCap: number | null, amount: number, now: Date = new Date()): Promise<string | null> {
+    const caps = [gateway.monthly_cap, memberCap].filter((x): x is number => x !== null);
+    const month = volumeMonth(now);
+    const reserved = await repo.reserveVolume(db, teamId, gateway.id, month, amount, caps.length ? Math.min(...caps) : null);
+    return reserved === undefined ? null : month;
+  }
+
+  releaseVolume(db: Executor, teamId: string, gatewayId: string, month: string, amount: number): Promise<void> {
+    return repo.releaseVolume(db, teamId, gatewayId, month, amount);
   }
 
   /** The blacklist entry whose prefix the card number starts with (the longest, when several do). */

@@ -9,11 +9,13 @@ import type { EventsService } from '../events/service.ts';
 import type { FulfillmentsService } from '../fulfillments/service.ts';
 import { type ExternalBilling, type SubscriptionsService, subscriptionView } from '../subscriptions/service.ts';
 import { customerView, type CustomersService, normalizeEmail } from '../customers/service.ts';
-import type { ChargeOutcome } from '../payments/outcomes.ts';
 import type { ExtpayDispute, ExtpayEmbedCheckout, ExtpayMembership, ExtpayPayment, ExtpayRefund, ExtpaySetupIntent } from '../../providers/extpay/types.ts';
 import { membershipState } from '../../providers/extpay/status.ts';
-import { cardOf, type ChargeResult, disputeView, type FirstPaymentOutcome, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
+import { cardOf, disputeView, type FirstChargeRequest, type FirstPaymentOutcome, type PaymentsService, type RouteRequest, transactionView } from '../payments/service.ts';
 import * as repo from './repo.ts';
+import { CardFirstPayment } from './first-payment.ts';
+import type { ChargeOutcome, ReversalOutcome } from '../../providers/provider.ts';
+import { type CaptureResult, type OrderEvent, orderView, type OrderView, type PaymentResult } from './views.ts';
 import type { CreateLeadBody, CreateOrderBody, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
 import { assertOrderMove, canMove, type OrderStatus, PAYABLE, UPSELLABLE } from './states.ts';
 
@@ -22,75 +24,7 @@ const PAYMENT_CLAIM_MS = 2 * 60_000;
 
 type LineDraft = Omit<NewRow<'order_lines'>, 'order_id'>;
 
-export interface OrderEvent {
-  type: string;
-  data?: Record<string, unknown>;
-}
-
-export function lineView(l: Row<'order_lines'>) {
-  return {
-    id: l.id,
-    offer_id: l.offer_id,
-    product_id: l.product_id,
-    upsell_id: l.upsell_id,
-    name: l.name,
-    quantity: l.quantity,
-    unit_price: l.unit_price,
-    shipping: l.shipping,
-    line_total: l.line_total,
-    billing_type: l.billing_type,
-    fulfillment_type: l.fulfillment_type,
-  };
-}
-
-export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[]) {
-  return {
-    object: 'order' as const,
-    order_number: o.id,
-    status: o.status,
-    payment_status: o.payment_status,
-    campaign_id: o.campaign_id,
-    currency: o.currency,
-    customer: customerView(customer),
-    phone: o.phone,
-    shipping_address: o.shipping_address,
-    billing_address: o.billing_address,
-    lines: lines.map(lineView),
-    subtotal: o.subtotal,
-    shipping_total: o.shipping_total,
-    discount_total: o.discount_total,
-    total: o.total,
-    refunded_total: o.refunded_total,
-    coupon_id: o.coupon_id,
-    completed_at: iso(o.completed_at),
-    rebill_of: o.rebill_of,
-    subscription_id: o.subscription_id,
-    needs_qa: o.needs_qa,
-    qa_reason: o.qa_reason,
-    is_test: o.is_test,
-    is_throttled: o.is_throttle,
-    created_at: iso(o.created_at),
-    updated_at: iso(o.updated_at),
-  };
-}
-export type OrderView = ReturnType<typeof orderView>;
-
-/** What Create Order and Process Payment answer: the HTTP status, the envelope, and for declines an error object. */
-export interface PaymentResult {
-  httpStatus: number;
-  success: boolean;
-  message: string;
-  data: OrderView & { redirect_required: boolean; redirect_url?: string; checkout?: ExtpayEmbedCheckout; transaction_id: string | null; attempts: number };
-  error?: { type: string; code: string; decline_code: string | null };
-}
-
-export interface CaptureResult {
-  httpStatus: number;
-  success: boolean;
-  message: string;
-  data: OrderView;
-  error?: { type: string; code: string };
-}
+export { lineView, type OrderEvent, orderView, type OrderView, type PaymentResult, type CaptureResult } from './views.ts';
 
 export interface ListOrdersQuery {
   limit: number;
@@ -160,7 +94,11 @@ export class OrdersService {
     private readonly fulfillments: FulfillmentsService,
     private readonly subscriptions: SubscriptionsService,
     private readonly events: EventsService,
-  ) {}
+  ) {
+    this.card = new CardFirstPayment({ store, payments, catalog, events, recordEvents: (trx, teamId, orderId, evs) => this.recordEvents(trx, teamId, orderId, evs) });
+  }
+
+  private readonly card: CardFirstPayment;
 
   /** A coupon a client may apply to this order now; field errors name `coupon_code`. */
   private async usableCoupon(db: Executor, teamId: string, code: string, order: { campaign_id: string; currency: string }): Promise<Row<'coupons'>> {
@@ -386,7 +324,7 @@ export class OrdersService {
         shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
         billing_address: body.billing ? JSON.stringify(body.billing) : null,
         is_throttle: body.is_throttle === true,
-        payment_started_at: new Date(),
+        payment_started_at: body.payment.method === 'extpay' ? new Date() : null,
         coupon_id: coupon?.id ?? null,
         ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
       });
@@ -395,10 +333,39 @@ export class OrdersService {
         drafts.map((d) => ({ ...d, order_id: orderId })),
       );
       await this.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
-      return { order, customer, route, lines };
+      return this.openPayment(trx, order, customer, route, body.payment, lines);
     });
-    if (body.payment.method === 'extpay') return this.payExternally(teamId, claimed.order, claimed.customer, body.payment, claimed.lines);
-    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment, claimed.lines);
+    return this.runPayment(teamId, claimed, body.payment);
+  }
+
+  /** Phase 1 of a first payment, in the transaction that claims the order (see CardFirstPayment). */
+  private async openPayment(trx: Tx, order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment'], lines: Row<'order_lines'>[]) {
+    if (payment.method === 'extpay') {
+      await this.card.reserveCoupon(trx, order);
+      return { order, customer, lines, route, card: null };
+    }
+    const req = this.chargeRequest(order, customer, route, payment);
+    return { order, customer, lines, route, card: { req, step: await this.card.open(trx, order, req) } };
+  }
+
+  private chargeRequest(order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment']): FirstChargeRequest {
+    return {
+      teamId: order.team_id,
+      orderId: order.id,
+      customerId: customer.id,
+      amount: order.total,
+      currency: order.currency,
+      card: cardOf(payment)!,
+      route,
+      payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+      billing: order.billing_address,
+      redirect: { returnUrl: payment.return_url, cancelUrl: payment.cancel_url, riskSessionId: payment.risk_session_id },
+    };
+  }
+
+  private async runPayment(teamId: string, claimed: Awaited<ReturnType<OrdersService['openPayment']>>, payment: ProcessPaymentBody['payment']): Promise<PaymentResult> {
+    if (!claimed.card) return this.payExternally(teamId, claimed.order, claimed.customer, payment, claimed.lines);
+    return this.card.run(claimed.order, claimed.customer, claimed.lines, claimed.card.req, claimed.card.step);
   }
 
   /**
@@ -424,16 +391,15 @@ export class OrdersService {
       const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! };
       await this.payments.preflight(trx, teamId, body.payment, route);
       if (locked.status !== 'pending') assertOrderMove(locked.status, 'pending');
-      // One UPDATE: the client's changes, the move to pending and the payment claim together.
-      const { order, changed } = await this.applyUpdates(trx, teamId, locked, body, { status: 'pending', payment_started_at: now });
+      // One UPDATE: the client's changes, the move to pending and (extpay) the payment claim together.
+      const { order, changed } = await this.applyUpdates(trx, teamId, locked, body, { status: 'pending', payment_started_at: body.payment.method === 'extpay' ? now : null });
       const lines = await repo.linesOf(trx, teamId, [order.id]);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       await this.recordEvents(trx, teamId, order.id, [{ type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested', data: { changed, from_status: locked.status } }]);
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
-      return { order, customer: customer!, route, lines };
+      return this.openPayment(trx, order, customer!, route, body.payment, lines);
     });
-    if (body.payment.method === 'extpay') return this.payExternally(teamId, claimed.order, claimed.customer, body.payment, claimed.lines);
-    return this.pay(teamId, claimed.order, claimed.customer, claimed.route, body.payment, claimed.lines);
+    return this.runPayment(teamId, claimed, body.payment);
   }
 
   /**
@@ -483,60 +449,6 @@ export class OrdersService {
     });
   }
 
-  /** Charges outside any transaction, then records the outcome under the order's row lock and releases the claim. */
-  private async pay(
-    teamId: string,
-    order: Row<'orders'>,
-    customer: Row<'customers'>,
-    route: RouteRequest,
-    payment: ProcessPaymentBody['payment'],
-    lines: Row<'order_lines'>[],
-  ): Promise<PaymentResult> {
-    const card = cardOf(payment)!;
-    let result: ChargeResult;
-    try {
-      result = await this.payments.chargeFirst({
-        teamId,
-        orderId: order.id,
-        customerId: customer.id,
-        amount: order.total,
-        currency: order.currency,
-        card,
-        route,
-        payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
-        billing: order.billing_address,
-        redirect: { returnUrl: payment.return_url, cancelUrl: payment.cancel_url, riskSessionId: payment.risk_session_id },
-      });
-    } catch (err) {
-      await this.store.run((db) => repo.updateOrder(db, teamId, order.id, { payment_started_at: null }));
-      throw err;
-    }
-    const answer = await this.store.transaction(async (trx) => {
-      const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
-      const next = this.afterOutcome(result.outcome);
-      if (current.status !== next.status) assertOrderMove(current.status, next.status);
-      const updated = await repo.updateOrder(trx, teamId, order.id, {
-        status: next.status,
-        payment_status: next.payment_status,
-        payment_started_at: null,
-        ...(result.paymentMethod ? { payment_method_id: result.paymentMethod.id } : {}),
-        ...(result.isTest ? { is_test: true } : {}),
-      });
-      await this.recordEvents(trx, teamId, order.id, [
-        {
-          type: `payment.${result.outcome.kind}`,
-          data: { transactions: result.transactions.map((t) => t.id), from_status: current.status, to_status: next.status, is_test: result.isTest },
-        },
-      ]);
-      // The payment claim kept the lines and the customer as they were: answer from the rows in hand.
-      const view = orderView(updated, customer, lines);
-      if (result.outcome.kind === 'declined') await this.events.emit(trx, teamId, 'order.declined', { orderId: order.id, object: view });
-      return this.paymentResult(result.outcome, view, result.transactions);
-    });
-    this.events.nudge();
-    return answer;
-  }
-
   /**
    * Process Upsell: one click on the order's saved card. Each upsell is charged at most once
    * per order; a repeat gets the first answer back. The line and totals change only on approval.
@@ -560,8 +472,21 @@ export class OrdersService {
       const line = { ...drafts[0]!, upsell_id: upsell.id };
       const claimId = newId('orderUpsell');
       await repo.insertOrderUpsell(trx, { id: claimId, team_id: teamId, order_id: order.id, upsell_id: upsell.id, quantity: body.quantity, status: 'in_flight' });
+      if (method.connection_id) return { order, method, line, claimId, step: null } as const;
+      // Phase 1: the attempt commits with the claim, so a crash leaves a question for the gateway, never an unrecorded charge.
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
-      return { order, method, line, claimId, customer: customer! } as const;
+      const step = await this.payments.openUpsell(trx, {
+        teamId,
+        orderId: order.id,
+        amount: line.line_total + line.shipping,
+        currency: order.currency,
+        method,
+        upsellId: upsell.id,
+        payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
+      });
+      const attemptId = step.kind === 'call' ? step.attempt.id : step.transaction.id;
+      await repo.finishOrderUpsell(trx, teamId, claimId, { transaction_id: attemptId });
+      return { order, method, line, claimId, step } as const;
     });
     if ('replay' in claim) {
       const r = claim.replay!;
@@ -569,32 +494,79 @@ export class OrdersService {
       return { httpStatus: r.response_status!, body: r.response_body! };
     }
 
-    const { order, method, line, claimId, customer } = claim;
-    if (method.connection_id) return this.upsellExternally(teamId, order, method, line, claimId);
-    const amount = line.line_total + line.shipping;
-    let result: ChargeResult;
-    try {
-      result = await this.payments.chargeSaved({
-        teamId,
-        orderId: order.id,
-        amount,
-        currency: order.currency,
-        method,
-        upsellId: line.upsell_id,
-        payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
-      });
-    } catch (err) {
-      await this.store.run((db) => repo.deleteOrderUpsell(db, teamId, claimId));
-      throw err;
+    const { order, method, line, claimId, step } = claim;
+    if (!step) return this.upsellExternally(teamId, order, method, line, claimId);
+    if (step.kind === 'done') return this.settleUpsell(teamId, order.id, line, claimId, step.transaction, step.outcome);
+    // Phase 2: the attempt row is committed; the gateway is asked holding no lock.
+    const outcome = await this.payments.sendCharge(step.gateway, step.request);
+    if (outcome.kind === 'unknown') {
+      const data = await this.store.run((db) => this.view(db, teamId, order));
+      return {
+        httpStatus: 502,
+        body: JSON.stringify({
+          success: false,
+          message: 'The gateway did not answer, so whether the upsell was charged is not known yet; it is confirmed with the gateway within minutes. Do not charge it again.',
+          data: { ...data, upsell_id: line.upsell_id, transaction_id: step.attempt.id },
+          error: { type: 'api_error', code: 'payment_outcome_unknown' },
+        }),
+      };
     }
+    return this.settleUpsell(teamId, order.id, line, claimId, step.attempt, outcome);
+  }
+
+  /**
+   * Phase 3 of a card upsell (the request's own, or the recovery run's): the attempt takes the
+   * gateway's answer and the order its line, in one transaction under the order's row lock. When
+   * another path recorded it first, its stored answer is the answer.
+   */
+  private async settleUpsell(teamId: string, orderId: string, line: LineDraft, claimId: string, attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>) {
     const answered = await this.store.transaction(async (trx) => {
-      const current = (await repo.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
-      const txn = result.transactions[0]!;
-      const reason = result.outcome.kind === 'declined' ? result.outcome.reason : 'declined';
-      return this.applyUpsellOutcome(trx, teamId, current, line, txn, result.outcome.kind === 'approved' ? { approved: true } : { approved: false, reason }, claimId);
+      const current = (await repo.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      let txn = attempt;
+      if (attempt.in_flight) {
+        const closed = await this.payments.closeAttempt(trx, teamId, current.customer_id, attempt, outcome);
+        if (!closed) {
+          const stored = (await repo.findOrderUpsellByTransaction(trx, teamId, attempt.id))!;
+          return { httpStatus: stored.response_status ?? 409, body: stored.response_body ?? '{}' };
+        }
+        txn = closed.transaction;
+      }
+      const approved = outcome.kind === 'approved';
+      return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId);
     });
     this.events.nudge();
     return answered;
+  }
+
+  /** The recovery run found what the gateway did with a first-payment attempt whose answer was lost. */
+  async recoverFirstPayment(attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
+    const teamId = attempt.team_id;
+    await this.store.transaction(async (trx) => {
+      const current = (await repo.findOrder(trx, teamId, attempt.order_id, { forUpdate: true }))!;
+      const closed = await this.payments.closeAttempt(trx, teamId, current.customer_id, attempt, outcome);
+      if (!closed) return;
+      const [customer] = await this.customers.findMany(trx, teamId, [current.customer_id]);
+      const lines = await repo.linesOf(trx, teamId, [current.id]);
+      await this.card.settle(trx, current, customer!, lines, { kind: 'done', outcome, transactions: [closed.transaction], paymentMethod: closed.paymentMethod, isTest: attempt.is_test });
+    });
+    this.events.nudge();
+  }
+
+  /** The recovery run found what the gateway did with an upsell attempt whose answer was lost. */
+  async recoverUpsell(attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
+    const teamId = attempt.team_id;
+    const claim = await this.store.run((db) => repo.findOrderUpsellByTransaction(db, teamId, attempt.id));
+    if (!claim) {
+      // The claim and the attempt commit together: an attempt without one is not an upsell of ours.
+      await this.store.transaction((trx) => this.payments.closeAttempt(trx, teamId, '', attempt, outcome));
+      return;
+    }
+    const line = await this.store.run(async (db) => {
+      const upsell = (await this.catalog.findUpsell(db, teamId, claim.upsell_id))!;
+      const [offer] = await this.catalog.findOffers(db, teamId, [upsell.offer_id]);
+      return { ...draftLine(teamId, offer!, claim.quantity), upsell_id: claim.upsell_id };
+    });
+    await this.settleUpsell(teamId, attempt.order_id, line, claim.id, attempt, outcome);
   }
 
   /**
@@ -753,8 +725,17 @@ export class OrdersService {
       return this.payments.beginReversal(trx, teamId, order.id, kind, target);
     });
     const result = await this.payments.sendReversal(teamId, sale, reversal);
+    if (result.kind === 'unknown') {
+      throw new ApiError('payment_outcome_unknown', `The provider did not answer, so whether the ${kind} went through is not known yet; it is confirmed with the provider within minutes (transaction ${reversal.id}). Do not send it again.`);
+    }
+    return this.settleReversal(teamId, sale, reversal, result, reason);
+  }
+
+  /** Phase 3 of a refund or void (the request's own, or the recovery run's): the answer and the order's totals together. */
+  async settleReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>, result: Exclude<ReversalOutcome, { kind: 'unknown' }>, reason?: string) {
+    const kind = reversal.type as 'refund' | 'void';
     const reversed = await this.store.transaction(async (trx) => {
-      const order = (await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true }))!;
+      const order = (await repo.findOrder(trx, teamId, reversal.order_id, { forUpdate: true }))!;
       const { row: done, settledMeanwhile } = await this.payments.finishReversal(trx, teamId, reversal, result);
       const approved = done.status === 'approved';
       let updated = order;
@@ -805,7 +786,15 @@ export class OrdersService {
       const view = await this.store.run((db) => this.view(db, teamId, order));
       return { httpStatus: 200, success: true, message: 'Payment already captured.', data: view };
     }
-    if (!txn) throw new ApiError('no_capturable_transaction');
+    if (!txn) {
+      // The gateway's PAYMENT_FAILED may have declined the redirected payment before the customer came
+      // back: the answer is the same 422 as when the customer returns first (spec 4.2), whichever won.
+      if (order.payment_status === 'declined' && (await this.payments.lastFirstPaymentWasRedirected(teamId, order.id))) {
+        const view = await this.store.run((db) => this.view(db, teamId, order));
+        return { httpStatus: 422, success: false, message: 'The payment was not completed.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
+      }
+      throw new ApiError('no_capturable_transaction');
+    }
     if (txn.connection_id) return this.captureExternal(teamId, order, txn, body.payment_id);
     if (body.payment_id && body.payment_id !== txn.provider_ref) {
       throw new ApiError('capture_failed', 'Payment capture failed: the payment does not belong to this order.');
@@ -813,11 +802,11 @@ export class OrdersService {
     const r = await this.payments.retrieve(teamId, txn);
     switch (r.kind) {
       case 'approved': {
-        const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: r.paymentMethod });
+        const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: r.vaultRef });
         return { httpStatus: 200, success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
       }
       case 'declined': {
-        const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: r.code, message: r.message });
+        const done = await this.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: r.code, message: r.text });
         if (done.view.payment_status === 'completed') return { httpStatus: 200, success: true, message: 'Payment already captured.', data: done.view };
         return { httpStatus: 422, success: false, message: 'The payment was not completed.', data: done.view, error: { type: 'card_error', code: 'payment_not_completed' } };
       }
@@ -829,8 +818,8 @@ export class OrdersService {
         const view = await this.store.run((db) => this.view(db, teamId, order));
         return { httpStatus: 422, success: false, message: 'The payment was not completed: the customer has not finished 3-D Secure.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
       }
-      case 'error':
-        throw new ApiError('gateway_unavailable', `The gateway could not be asked about the payment: ${r.message}`);
+      case 'unknown':
+        throw new ApiError('gateway_unavailable', `The gateway could not be asked about the payment: ${r.text}`);
     }
   }
 
@@ -1164,10 +1153,10 @@ export class OrdersService {
       const r = await this.payments.retrieve(txn.team_id, txn);
       tally.checked++;
       if (r.kind === 'approved') {
-        const done = await this.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: true, paymentMethod: r.paymentMethod });
+        const done = await this.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: true, paymentMethod: r.vaultRef });
         if (!done.already) tally.completed++;
       } else if (r.kind === 'declined') {
-        const done = await this.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: false, code: r.code, message: r.message });
+        const done = await this.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: false, code: r.code, message: r.text });
         if (!done.already) tally.declined++;
       } else if (r.kind === 'pending') {
         await this.markUnderReview(txn.team_id, txn.order_id, txn.id);
@@ -1256,44 +1245,6 @@ export class OrdersService {
       await this.events.emit(trx, teamId, 'subscription.created', { orderId: order.id, object: subscriptionView(sub) });
     }
     return { order: view, alreadyCompleted: false };
-  }
-
-  private afterOutcome(outcome: ChargeOutcome): { status: OrderStatus; payment_status: string } {
-    switch (outcome.kind) {
-      case 'approved':
-        return { status: 'processing', payment_status: 'completed' };
-      case 'declined':
-        return { status: 'declined', payment_status: 'declined' };
-      case 'pending':
-        return { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' };
-      case 'redirect':
-        return { status: 'pending', payment_status: 'pending_redirect' };
-    }
-  }
-
-  private paymentResult(outcome: ChargeOutcome, view: OrderView, transactions: Row<'transactions'>[]): PaymentResult {
-    const data = { ...view, redirect_required: false, transaction_id: transactions[transactions.length - 1]?.id ?? null, attempts: transactions.length };
-    switch (outcome.kind) {
-      case 'approved':
-        return { httpStatus: 200, success: true, message: 'Payment approved.', data };
-      case 'declined':
-        return {
-          httpStatus: 402,
-          success: false,
-          message: `Payment declined: ${outcome.reason}`,
-          data,
-          error: { type: 'card_error', code: 'payment_declined', decline_code: outcome.code ?? null },
-        };
-      case 'pending':
-        return { httpStatus: 202, success: true, message: 'Payment is awaiting external confirmation.', data };
-      case 'redirect':
-        return {
-          httpStatus: 200,
-          success: true,
-          message: 'Customer redirect is required to complete the payment.',
-          data: { ...data, redirect_required: true, redirect_url: outcome.url },
-        };
-    }
   }
 
   async get(teamId: string, orderNumber: string) {

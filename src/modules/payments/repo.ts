@@ -92,6 +92,7 @@ export async function listStalePending(db: Executor, olderThan: Date, limit: num
     .selectAll()
     .where('type', '=', 'sale')
     .where('status', '=', 'pending')
+    .where('in_flight', '=', false)
     .where((eb) =>
       eb.or([
         // first payments: at a 3-D Secure gateway, or an extpay checkout (its plan, or its payment once known)
@@ -234,4 +235,30 @@ export async function updatePaymentMethod(db: Executor, teamId: string, id: stri
 export async function inboundSeen(db: Executor, source: string, eventId: string): Promise<boolean> {
   const r = await db.selectFrom('inbound_webhooks').select('id').where('source', '=', source).where('event_id', '=', eventId).executeTakeFirst();
   return r !== undefined;
+}
+
+// ---- attempts (atomic phases)
+
+/**
+ * Records the provider's answer to an attempt that is still in flight, in the caller's transaction.
+ * Undefined when another path (the recovery run, or the request that made it) recorded it first.
+ */
+export async function closeAttempt(db: Executor, teamId: string, id: string, patch: RowPatch<'transactions'>): Promise<Row<'transactions'> | undefined> {
+  return db
+    .updateTable('transactions')
+    .set({ ...patch, in_flight: false })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .where('in_flight', '=', true)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function findInFlight(db: Executor, teamId: string, orderId: string, step: string): Promise<Row<'transactions'> | undefined> {
+  return db.selectFrom('transactions').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('step', '=', step).where('in_flight', '=', true).executeTakeFirst();
+}
+
+/** System scan for the recovery run (every team): attempts whose answer nobody recorded, oldest first. */
+export async function listInFlight(db: Executor, olderThan: Date, limit: number): Promise<Row<'transactions'>[]> {
+  return db.selectFrom('transactions').selectAll().where('in_flight', '=', true).where('created_at', '<', olderThan).orderBy('created_at').limit(limit).execute();
 }

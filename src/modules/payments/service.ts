@@ -3,8 +3,8 @@ import { newId } from '../../app/ids.ts';
 import { iso } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { Address, GatewayKind, Row } from '../../db/schema.ts';
-import type { CardGatewayAdapter, GatewayResult } from '../../providers/card-gateway.ts';
+import type { Row } from '../../db/schema.ts';
+import { type CardProviders, type CardProvider, type ChargeOutcome, type ChargeRequest, type Found, type Payer, providerFor, type ReversalOutcome } from '../../providers/provider.ts';
 import type {
   ExtpayConnection,
   ExtpayDispute,
@@ -21,10 +21,10 @@ import { disputeIsChargeback, EXTPAY_REFUND_STATES } from '../../providers/extpa
 import { embedCheckout, renewalPlanFor } from '../../providers/extpay/wire.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
-import { orderMembers } from '../gateways/service.ts';
 import type { PaymentInput } from '../orders/schemas.ts';
-import { type CardInput, type CardSummary, summarizeCard } from './card.ts';
-import type { ChargeOutcome, ThreeDsGatewayPort, ThreeDsOutcome } from './outcomes.ts';
+import type { CardInput, CardSummary } from './card.ts';
+import { attemptRow } from './attempts.ts';
+import { FirstPaymentLedger } from './first-payment.ts';
 import * as repo from './repo.ts';
 
 /** The response code of an extpay refund the provider accepted but has not settled. */
@@ -75,74 +75,25 @@ export function disputeView(d: Row<'disputes'>) {
   };
 }
 
-/** Where a payment goes: an explicit request wins, else the campaign's router, else its gateway. */
-export interface RouteRequest {
-  gatewayId?: string | undefined;
-  paymentOrchestratorId?: string | undefined;
-  campaign: Row<'campaigns'>;
-}
+import { type RouteRequest, routeTarget } from './attempts.ts';
+export { type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
+export type { Payer } from '../../providers/provider.ts';
 
-interface Candidate {
-  gateway: Row<'gateways'>;
-  memberCap: number | null;
-}
-
-/**
- * Routing precedence (spec 2.1), in one place: an explicit gateway or router on the request wins;
- * else the campaign's router; else the campaign's gateway. Exactly one of the two is set, or neither.
- */
-export function routeTarget(route: RouteRequest): { routerId: string | null; gatewayId: string | null } {
-  if (route.gatewayId) return { routerId: null, gatewayId: route.gatewayId };
-  const routerId = route.paymentOrchestratorId ?? route.campaign.payment_orchestrator_id;
-  return routerId ? { routerId, gatewayId: null } : { routerId: null, gatewayId: route.campaign.gateway_id };
-}
-
-export interface PaymentPlan {
-  routerId: string | null;
-  /** How many gateways may be tried; more than one only through a router (decline salvage). */
-  maxAttempts: number;
-  candidates: Candidate[];
-  skipped: Array<{ gateway_id: string; reason: 'inactive' | 'monthly_cap_reached' }>;
-}
-
-export interface Payer {
-  email: string;
-  first_name: string | null;
-  last_name: string | null;
-}
-
-export interface FirstChargeRequest {
-  teamId: string;
-  orderId: string;
-  customerId: string;
-  amount: number;
-  currency: string;
-  card: CardInput;
-  route: RouteRequest;
-  payer: Payer;
-  billing: Address | null;
-  /** For a 3-D Secure gateway: where the customer returns, and the risk SDK's session. */
-  redirect: { returnUrl?: string | undefined; cancelUrl?: string | undefined; riskSessionId?: string | undefined };
-}
-
+/** A one-click upsell on the card the first payment saved. */
 export interface SavedChargeRequest {
   teamId: string;
   orderId: string;
   amount: number;
   currency: string;
   method: Row<'payment_methods'>;
-  upsellId: string | null;
+  upsellId: string;
   payer: Payer;
 }
 
-export interface ChargeResult {
-  outcome: ChargeOutcome;
-  /** Every attempt, in order: each salvage step, a BIN block, a test-card bypass. */
-  transactions: Row<'transactions'>[];
-  /** The card saved at the gateway on approval of a first payment. */
-  paymentMethod: Row<'payment_methods'> | null;
-  isTest: boolean;
-}
+/** An upsell charge in atomic phases: an attempt to send, or an answer decided without a provider call. */
+export type UpsellStep =
+  | { kind: 'call'; attempt: Row<'transactions'>; gateway: Row<'gateways'>; request: ChargeRequest }
+  | { kind: 'done'; outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>; transaction: Row<'transactions'> };
 
 /** What the provider said about an extpay payment that settled a first payment. */
 export interface ExternalPaid {
@@ -174,10 +125,6 @@ export function cardOf(payment: PaymentInput): CardInput | null {
   return { number: payment.card_number, exp: payment.card_exp, cvv: payment.card_cvv };
 }
 
-function resultText(r: GatewayResult): string {
-  return r.responseText || (r.kind === 'approved' ? 'Approved' : 'Declined');
-}
-
 /**
  * The card payment core. Provider calls happen outside any database transaction; each
  * attempt is written as a transaction row as soon as its answer is known, so a crash
@@ -187,17 +134,15 @@ export class PaymentsService {
   constructor(
     private readonly store: Store,
     private readonly gateways: GatewaysService,
-    private readonly adapters: Record<Exclude<GatewayKind, 'threeds'>, CardGatewayAdapter>,
-    private readonly threeds: ThreeDsGatewayPort,
+    private readonly providers: CardProviders,
     private readonly connections: ConnectionsService,
     private readonly extpay: ExtpayProviderAdapter,
-  ) {}
-
-  /** Synchronous card adapter of a gateway; 3-D Secure gateways go through `this.threeds`. */
-  private cardAdapter(kind: GatewayKind): CardGatewayAdapter {
-    if (kind === 'threeds') throw new Error('a 3-D Secure gateway has no synchronous card adapter');
-    return this.adapters[kind];
+  ) {
+    this.first = new FirstPaymentLedger(gateways);
   }
+
+  /** The first payment's phases (routing, salvage, attempts). */
+  readonly first: FirstPaymentLedger;
 
   /**
    * Checks made before anything is written or any provider is called; a request failing
@@ -227,323 +172,98 @@ export class PaymentsService {
     }
   }
 
-  /** Routing precedence (spec 2.1): explicit gateway or router, then the campaign's router, then its gateway. */
-  async plan(db: Executor, teamId: string, route: RouteRequest, amount: number): Promise<PaymentPlan> {
-    const { routerId, gatewayId } = routeTarget(route);
-    let routerRow: Row<'payment_routers'> | null = null;
-    let raw: Candidate[] = [];
-    if (gatewayId) {
-      const g = await this.gateways.findGateway(db, teamId, gatewayId);
-      if (g) raw = [{ gateway: g, memberCap: null }];
-    } else if (routerId) {
-      const r = await this.gateways.findRouter(db, teamId, routerId);
-      if (r && r.router.is_active) {
-        routerRow = r.router;
-        raw = orderMembers(r.router.strategy, r.members).map((m) => ({ gateway: m.gateway, memberCap: m.monthly_cap }));
-      }
-    }
-    const candidates: Candidate[] = [];
-    const skipped: PaymentPlan['skipped'] = [];
-    for (const c of raw) {
-      if (!c.gateway.is_active) {
-        skipped.push({ gateway_id: c.gateway.id, reason: 'inactive' });
-        continue;
-      }
-      const caps = [c.gateway.monthly_cap, c.memberCap].filter((x): x is number => x !== null);
-      if (caps.length > 0) {
-        const volume = await this.gateways.monthToDateVolume(db, teamId, c.gateway.id);
-        if (caps.some((cap) => volume + amount > cap)) {
-          skipped.push({ gateway_id: c.gateway.id, reason: 'monthly_cap_reached' });
-          continue;
-        }
-      }
-      candidates.push(c);
-    }
-    return { routerId: routerRow?.id ?? null, maxAttempts: routerRow ? routerRow.max_attempts : 1, candidates, skipped };
-  }
-
-  private async record(
-    req: { teamId: string; orderId: string; amount: number; currency: string },
-    row: {
-      id?: string;
-      status: 'approved' | 'declined' | 'error' | 'pending';
-      gatewayId: string | null;
-      routerId?: string | null;
-      attempt?: number;
-      providerRef?: string | null;
-      authCode?: string | null;
-      code: string | null;
-      text: string;
-      card: CardSummary | null;
-      isTest?: boolean;
-      paymentMethodId?: string | null;
-      upsellId?: string | null;
-    },
-  ): Promise<Row<'transactions'>> {
-    return this.store.run((db) =>
-      repo.insertTransaction(db, {
-        id: row.id ?? newId('transaction'),
-        team_id: req.teamId,
-        order_id: req.orderId,
-        type: 'sale',
-        status: row.status === 'error' ? 'declined' : row.status,
-        amount: req.amount,
-        currency: req.currency,
-        gateway_id: row.gatewayId,
-        router_id: row.routerId ?? null,
-        attempt: row.attempt ?? 1,
-        provider_ref: row.providerRef ?? null,
-        auth_code: row.authCode ?? null,
-        response_code: row.code,
-        response_text: row.text,
-        card_brand: row.card?.brand ?? null,
-        card_bin: row.card?.bin ?? null,
-        card_last4: row.card?.last4 ?? null,
-        card_exp: row.card?.exp ?? null,
-        is_test: row.isTest ?? false,
-        payment_method_id: row.paymentMethodId ?? null,
-        upsell_id: row.upsellId ?? null,
-      }),
-    );
-  }
-
-  private async saveMethod(req: FirstChargeRequest, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean) {
-    return this.store.run((db) =>
-      repo.insertPaymentMethod(db, {
-        id: newId('paymentMethod'),
-        team_id: req.teamId,
-        customer_id: req.customerId,
-        gateway_id: gatewayId,
-        vault_ref: vaultRef,
-        original_ref: originalRef,
-        brand: card.brand,
-        bin: card.bin,
-        last4: card.last4,
-        exp: card.exp,
-        is_test: isTest,
-      }),
-    );
+  /** The provider of a gateway's kind: the one interface every card gateway speaks through. */
+  provider(gateway: Row<'gateways'>): CardProvider {
+    return providerFor(this.providers, gateway.kind);
   }
 
   /**
-   * The first payment of an order: BIN blacklist, then the team's test cards, then the
-   * routed gateways, cascading to the next router member only on a retryable decline.
+   * Phase 1 of a one-click upsell, in the transaction that claims it: a test card or a free upsell
+   * is answered without a gateway; otherwise an attempt row is committed in flight with our id as
+   * the gateway's order id. While it is in flight no other charge of this upsell can start.
    */
-  async chargeFirst(req: FirstChargeRequest): Promise<ChargeResult> {
-    const card = summarizeCard(req.card);
-    const blocked = await this.store.run((db) => this.gateways.isBinBlocked(db, req.teamId, req.card.number));
-    if (blocked) {
-      const reason = `The card's BIN ${card.bin} is blocked by this merchant.`;
-      const t = await this.record(req, { status: 'declined', gatewayId: null, code: 'bin_blocked', text: reason, card });
-      return { outcome: { kind: 'declined', reason, code: 'bin_blocked', retryable: false, gatewayId: null }, transactions: [t], paymentMethod: null, isTest: false };
-    }
-
-    const plan = await this.store.run((db) => this.plan(db, req.teamId, req.route, req.amount));
-    // A listed test card is approved without reaching any gateway, production ones included.
-    if (await this.store.run((db) => this.gateways.isTestCard(db, req.teamId, req.card.number))) {
-      const gatewayId = plan.candidates[0]?.gateway.id ?? null;
-      const id = newId('transaction');
-      const method = await this.saveMethod(req, card, gatewayId, null, id, true);
-      const t = await this.record(req, {
-        id,
-        status: 'approved',
-        gatewayId,
-        routerId: plan.routerId,
-        providerRef: `test_${id}`,
-        code: 'test_card',
-        text: 'Approved: test card (no gateway was called)',
-        card,
-        isTest: true,
-        paymentMethodId: method.id,
-      });
-      return { outcome: { kind: 'approved', providerRef: t.provider_ref!, gatewayId: gatewayId ?? '' }, transactions: [t], paymentMethod: method, isTest: true };
-    }
-
-    if (plan.candidates.length === 0) {
-      const why = plan.skipped.length
-        ? `No payment gateway is available: ${plan.skipped.map((s) => `${s.gateway_id} ${s.reason.replace(/_/g, ' ')}`).join(', ')}.`
-        : 'No payment gateway is configured for this campaign.';
-      const t = await this.record(req, { status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text: why, card });
-      return { outcome: { kind: 'declined', reason: why, code: 'no_route', retryable: false, gatewayId: null }, transactions: [t], paymentMethod: null, isTest: false };
-    }
-
-    const transactions: Row<'transactions'>[] = [];
-    const tries = Math.min(plan.maxAttempts, plan.candidates.length);
-    for (let i = 0; i < tries; i++) {
-      const { gateway } = plan.candidates[i]!;
-      const attemptId = newId('transaction');
-      if (gateway.kind === 'threeds') {
-        const done = await this.chargeThreeDs(req, card, gateway, plan.routerId, i + 1, attemptId);
-        transactions.push(done.transaction);
-        if (done.result.outcome.kind !== 'declined') return { ...done.result, transactions };
-        if (!plan.routerId || !done.retryable) break;
-        continue;
-      }
-      const result = await this.cardAdapter(gateway.kind).sale(this.gateways.account(gateway), {
-        amount: req.amount,
-        currency: req.currency,
-        orderId: req.orderId,
-        attemptId,
-        card: req.card,
-        saveCard: true,
-        customer: req.payer,
-        billing: req.billing,
-      });
-      if (result.kind === 'approved') {
-        const method = await this.saveMethod(req, card, gateway.id, result.vaultRef, result.transactionId, gateway.test_mode);
-        const t = await this.record(req, {
-          id: attemptId,
-          status: 'approved',
-          gatewayId: gateway.id,
-          routerId: plan.routerId,
-          attempt: i + 1,
-          providerRef: result.transactionId,
-          authCode: result.authCode,
-          code: result.responseCode,
-          text: resultText(result),
-          card,
-          isTest: gateway.test_mode,
-          paymentMethodId: method.id,
-        });
-        transactions.push(t);
-        return {
-          outcome: { kind: 'approved', providerRef: result.transactionId, gatewayId: gateway.id, responseCode: result.responseCode, responseText: resultText(result) },
-          transactions,
-          paymentMethod: method,
-          isTest: gateway.test_mode,
-        };
-      }
-      transactions.push(
-        await this.record(req, {
-          id: attemptId,
-          status: result.kind === 'error' ? 'error' : 'declined',
-          gatewayId: gateway.id,
-          routerId: plan.routerId,
-          attempt: i + 1,
-          providerRef: result.transactionId,
-          code: result.responseCode,
-          text: resultText(result),
-          card,
-          isTest: gateway.test_mode,
-        }),
-      );
-      // Decline salvage: only a router cascades, and only on codes the table marks retryable.
-      if (!plan.routerId || !result.retryable) break;
-    }
-    const last = transactions[transactions.length - 1]!;
-    return {
-      outcome: { kind: 'declined', reason: last.response_text ?? 'Declined', code: last.response_code ?? undefined, retryable: false, gatewayId: last.gateway_id },
-      transactions,
-      paymentMethod: null,
-      isTest: false,
-    };
-  }
-
-  /**
-   * The first payment on a 3-D Secure gateway: approved at once (frictionless), a redirect to
-   * the hosted authentication page (the transaction stays pending until Capture or the gateway's
-   * webhook), or declined with the gateway's text.
-   */
-  private async chargeThreeDs(req: FirstChargeRequest, card: CardSummary, gateway: Row<'gateways'>, routerId: string | null, attempt: number, attemptId: string) {
-    const r = await this.threeds.createPayment(this.gateways.account(gateway), {
-      amount: req.amount,
-      currency: req.currency,
-      reference: attemptId,
-      card: req.card,
-      merchantInitiated: false,
-      savePaymentMethod: true,
-      customer: req.payer,
-      riskSessionId: req.redirect.riskSessionId,
-      returnUrl: req.redirect.returnUrl,
-      cancelUrl: req.redirect.cancelUrl,
-    });
-    const base = { id: attemptId, gatewayId: gateway.id, routerId, attempt, card, isTest: gateway.test_mode };
-    if (r.kind === 'approved') {
-      const method = await this.saveMethod(req, card, gateway.id, r.paymentMethod, r.paymentId, gateway.test_mode);
-      const t = await this.record(req, { ...base, status: 'approved', providerRef: r.paymentId, code: 'succeeded', text: 'Approved', paymentMethodId: method.id });
-      const outcome: ChargeOutcome = { kind: 'approved', providerRef: r.paymentId, gatewayId: gateway.id };
-      return { transaction: t, retryable: false, result: { outcome, transactions: [t], paymentMethod: method, isTest: gateway.test_mode } };
-    }
-    if (r.kind === 'redirect' || r.kind === 'pending') {
-      const t = await this.record(req, { ...base, status: 'pending', providerRef: r.paymentId, code: r.kind === 'redirect' ? 'requires_action' : 'processing', text: r.kind === 'redirect' ? 'Customer authentication (3-D Secure) required' : 'Under review' });
-      const outcome: ChargeOutcome = r.kind === 'redirect' ? { kind: 'redirect', providerRef: r.paymentId, url: r.url, gatewayId: gateway.id } : { kind: 'pending', providerRef: r.paymentId, gatewayId: gateway.id };
-      return { transaction: t, retryable: false, result: { outcome, transactions: [t], paymentMethod: null, isTest: gateway.test_mode } };
-    }
-    const t = await this.record(req, { ...base, status: r.kind === 'error' ? 'error' : 'declined', providerRef: r.paymentId, code: r.code, text: r.message });
-    const outcome: ChargeOutcome = { kind: 'declined', reason: r.message, code: r.code, retryable: false, gatewayId: gateway.id };
-    return { transaction: t, retryable: r.kind === 'error', result: { outcome, transactions: [t], paymentMethod: null, isTest: gateway.test_mode } };
-  }
-
-  /** A merchant-initiated charge on a saved card (one-click upsell): no card data, no cascade. */
-  async chargeSaved(req: SavedChargeRequest): Promise<ChargeResult> {
+  async openUpsell(trx: Tx, req: SavedChargeRequest): Promise<UpsellStep> {
     const m = req.method;
     const card: CardSummary = { brand: m.brand, bin: m.bin, last4: m.last4, exp: m.exp };
-    const base = { paymentMethodId: m.id, upsellId: req.upsellId, card };
-    if (m.is_test && !m.vault_ref) {
+    const base = (id: string, status: 'approved' | 'declined' | 'pending', code: string, text: string, gatewayId: string | null) => ({
+      ...attemptRow(req, card, { id, status, gatewayId, code, text }),
+      payment_method_id: m.id,
+      upsell_id: req.upsellId,
+      step: `upsell:${req.upsellId}`,
+    });
+    const done = async (status: 'approved' | 'declined', code: string, text: string, isTest: boolean): Promise<UpsellStep> => {
       const id = newId('transaction');
-      const t = await this.record(req, { ...base, id, status: 'approved', gatewayId: m.gateway_id, providerRef: `test_${id}`, code: 'test_card', text: 'Approved: test card (no gateway was called)', isTest: true });
-      return { outcome: { kind: 'approved', providerRef: t.provider_ref!, gatewayId: m.gateway_id ?? '' }, transactions: [t], paymentMethod: m, isTest: true };
-    }
-    if (req.amount === 0) {
-      // A free upsell (a $0 trial) adds its line; a gateway refuses a zero sale, so none is sent.
-      const id = newId('transaction');
-      const t = await this.record(req, { ...base, id, status: 'approved', gatewayId: m.gateway_id, code: 'no_charge', text: 'Nothing to charge (amount 0)', isTest: m.is_test });
-      return { outcome: { kind: 'approved', providerRef: `none_${id}`, gatewayId: m.gateway_id ?? '' }, transactions: [t], paymentMethod: m, isTest: m.is_test };
-    }
-    const gateway = m.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, req.teamId, m.gateway_id!)) : undefined;
-    if (!gateway || !gateway.is_active || !m.vault_ref) {
-      const why = 'The gateway that saved this card is not available.';
-      const t = await this.record(req, { ...base, status: 'declined', gatewayId: m.gateway_id, code: 'gateway_unavailable', text: why });
-      return { outcome: { kind: 'declined', reason: why, code: 'gateway_unavailable', retryable: false, gatewayId: m.gateway_id }, transactions: [t], paymentMethod: m, isTest: false };
-    }
-    const attemptId = newId('transaction');
-    if (gateway.kind === 'threeds') {
-      // Merchant-initiated on the saved card, chained to the authenticated first payment: no 3-D Secure.
-      const r = await this.threeds.createPayment(this.gateways.account(gateway), {
-        amount: req.amount,
-        currency: req.currency,
-        reference: attemptId,
-        paymentMethod: m.vault_ref,
-        originalPaymentId: m.original_ref ?? undefined,
-        merchantInitiated: true,
-        savePaymentMethod: false,
-        customer: req.payer,
-      });
-      const ok = r.kind === 'approved';
-      const text = ok ? 'Approved' : r.kind === 'declined' || r.kind === 'error' ? r.message : 'Unexpected answer to a merchant-initiated payment';
-      const t = await this.record(req, { ...base, id: attemptId, status: ok ? 'approved' : 'declined', gatewayId: gateway.id, providerRef: r.paymentId, code: ok ? 'succeeded' : r.kind === 'declined' || r.kind === 'error' ? r.code : r.kind, text, isTest: gateway.test_mode });
-      const outcome: ChargeOutcome = ok
-        ? { kind: 'approved', providerRef: r.paymentId, gatewayId: gateway.id }
-        : { kind: 'declined', reason: text, code: t.response_code ?? undefined, retryable: false, gatewayId: gateway.id };
-      return { outcome, transactions: [t], paymentMethod: m, isTest: gateway.test_mode };
-    }
-    const result = await this.cardAdapter(gateway.kind).sale(this.gateways.account(gateway), {
+      const t = await repo.insertTransaction(trx, { ...base(id, status, code, text, m.gateway_id), provider_ref: status === 'approved' && code === 'test_card' ? `test_${id}` : null, is_test: isTest });
+      const outcome: ChargeOutcome =
+        status === 'approved'
+          ? { kind: 'approved', providerRef: t.provider_ref ?? `none_${id}`, authCode: null, code, text, vaultRef: null }
+          : { kind: 'declined', providerRef: null, code, text, retryable: false };
+      return { kind: 'done', outcome, transaction: t };
+    };
+    if (m.is_test && !m.vault_ref) return done('approved', 'test_card', 'Approved: test card (no gateway was called)', true);
+    // A free upsell (a $0 trial) adds its line; a gateway refuses a zero sale, so none is sent.
+    if (req.amount === 0) return done('approved', 'no_charge', 'Nothing to charge (amount 0)', m.is_test);
+    const gateway = m.gateway_id ? await this.gateways.findGateway(trx, req.teamId, m.gateway_id) : undefined;
+    if (!gateway || !gateway.is_active || !m.vault_ref) return done('declined', 'gateway_unavailable', 'The gateway that saved this card is not available.', false);
+    const month = await this.gateways.reserveVolume(trx, req.teamId, gateway, null, req.amount);
+    if (!month) return done('declined', 'no_route', `No payment gateway is available: ${gateway.id} monthly cap reached.`, false);
+    const id = newId('transaction');
+    const attempt = await repo.insertTransaction(trx, {
+      ...base(id, 'pending', 'in_flight', 'Sent to the gateway; waiting for its answer', gateway.id),
+      in_flight: true,
+      volume_month: month,
+      is_test: gateway.test_mode,
+    });
+    // Merchant-initiated on the saved card, chained to the authenticated first payment: never redirected.
+    const request: ChargeRequest = {
+      attemptId: id,
+      orderId: req.orderId,
       amount: req.amount,
       currency: req.currency,
-      orderId: req.orderId,
-      attemptId,
-      vaultRef: m.vault_ref,
+      saved: { vaultRef: m.vault_ref, originalRef: m.original_ref },
       saveCard: false,
-      customer: req.payer,
-      billing: null,
-    });
-    const approved = result.kind === 'approved';
-    const t = await this.record(req, {
-      ...base,
-      id: attemptId,
-      status: approved ? 'approved' : result.kind === 'error' ? 'error' : 'declined',
-      gatewayId: gateway.id,
-      providerRef: result.transactionId,
-      authCode: approved ? result.authCode : null,
-      code: result.responseCode,
-      text: resultText(result),
-      isTest: gateway.test_mode,
-    });
-    const outcome: ChargeOutcome = approved
-      ? { kind: 'approved', providerRef: result.transactionId, gatewayId: gateway.id, responseCode: result.responseCode, responseText: resultText(result) }
-      : { kind: 'declined', reason: resultText(result), code: result.responseCode, retryable: false, gatewayId: gateway.id };
-    return { outcome, transactions: [t], paymentMethod: m, isTest: gateway.test_mode };
+      payer: req.payer,
+    };
+    return { kind: 'call', attempt, gateway, request };
   }
+
+  /** Phase 2: the provider call, holding no lock. */
+  sendCharge(gateway: Row<'gateways'>, request: ChargeRequest): Promise<ChargeOutcome> {
+    return this.provider(gateway).charge(this.gateways.account(gateway), request);
+  }
+
+  /** Phase 3 for any attempt (first payment, upsell): see FirstPaymentLedger.close. */
+  closeAttempt(trx: Tx, teamId: string, customerId: string, attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>) {
+    return this.first.close(trx, teamId, customerId, attempt, outcome, null);
+  }
+
+  findTransactionRow(db: Executor, teamId: string, id: string) {
+    return repo.findTransaction(db, teamId, id);
+  }
+
+  findInFlight(db: Executor, teamId: string, orderId: string, step: string) {
+    return repo.findInFlight(db, teamId, orderId, step);
+  }
+
+  listInFlight(olderThan: Date, limit: number) {
+    return this.store.run((db) => repo.listInFlight(db, olderThan, limit));
+  }
+
+  /**
+   * The recovery run's question: what did the provider do with this attempt? Asked by our attempt
+   * id (the gateway's order id / reference); `not_found` when it never saw it.
+   */
+  async findAttemptOutcome(t: Row<'transactions'>, parent?: Row<'transactions'>): Promise<Found<ChargeOutcome | ReversalOutcome>> {
+    const gateway = t.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, t.team_id, t.gateway_id!)) : undefined;
+    if (!gateway) return { kind: 'not_found' };
+    const account = this.gateways.account(gateway);
+    const provider = this.provider(gateway);
+    if (t.type === 'refund' || t.type === 'void') {
+      return provider.findReversal(account, { attemptId: t.id, chargeRef: parent?.provider_ref ?? '', amount: t.amount, currency: t.currency, type: t.type });
+    }
+    return provider.findCharge(account, t.id);
+  }
+
 
   findPaymentMethod(db: Executor, teamId: string, id: string) {
     return repo.findPaymentMethod(db, teamId, id);
@@ -589,12 +309,16 @@ export class PaymentsService {
       amount = target.amount ?? remaining;
       if (amount > remaining) throw invalid('amount', `exceeds the refundable balance of ${remaining} (charged ${locked.amount}, refunded ${refunded})`);
     }
+    // Phase 1: committed in flight before the provider hears of it; it counts against the balance at once.
+    const reversalId = newId('transaction');
     const reversal = await repo.insertTransaction(trx, {
-      id: newId('transaction'),
+      id: reversalId,
       team_id: teamId,
       order_id: orderId,
       parent_id: locked.id,
       type: kind,
+      step: `${kind}:${reversalId}`,
+      in_flight: true,
       status: 'pending',
       amount,
       currency: locked.currency,
@@ -609,28 +333,17 @@ export class PaymentsService {
     return { sale: locked, reversal };
   }
 
-  /** Sends the reversal to the gateway (test-card charges never reached one). Outside any transaction. */
-  async sendReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<GatewayResult> {
+  /** Phase 2 of a refund or void: sent to the charge's provider (test-card charges never reached one). Outside any transaction. */
+  async sendReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<ReversalOutcome> {
     if (sale.connection_id) return this.sendExternalReversal(teamId, sale, reversal);
     if (sale.response_code === 'test_card' || !sale.gateway_id || !sale.provider_ref) {
-      return { kind: 'approved', transactionId: `test_${reversal.id}`, authCode: null, responseCode: 'test_card', responseText: 'Approved: test card', vaultRef: null };
+      return { kind: 'approved', providerRef: `test_${reversal.id}`, code: 'test_card', text: 'Approved: test card' };
     }
     const gateway = await this.store.run((db) => this.gateways.findGateway(db, teamId, sale.gateway_id!));
-    if (!gateway) return { kind: 'error', transactionId: null, responseCode: 'gateway_unavailable', responseText: 'The gateway of this charge no longer exists.', retryable: false };
+    if (!gateway) return { kind: 'declined', providerRef: null, code: 'gateway_unavailable', text: 'The gateway of this charge no longer exists.' };
     const account = this.gateways.account(gateway);
-    if (gateway.kind === 'threeds') {
-      const r =
-        reversal.type === 'void'
-          ? await this.threeds.cancel(account, { paymentId: sale.provider_ref, reference: reversal.id })
-          : await this.threeds.refund(account, { paymentId: sale.provider_ref, amount: reversal.amount, reference: reversal.id });
-      return r.ok
-        ? { kind: 'approved', transactionId: r.id ?? reversal.id, authCode: null, responseCode: 'succeeded', responseText: r.message || 'Approved', vaultRef: null }
-        : { kind: 'error', transactionId: r.id, responseCode: 'refused', responseText: r.message, retryable: false };
-    }
-    const adapter = this.cardAdapter(gateway.kind);
-    return reversal.type === 'void'
-      ? adapter.void(account, { transactionId: sale.provider_ref, attemptId: reversal.id })
-      : adapter.refund(account, { transactionId: sale.provider_ref, amount: reversal.amount, currency: reversal.currency, attemptId: reversal.id });
+    const req = { attemptId: reversal.id, chargeRef: sale.provider_ref, amount: reversal.amount, currency: reversal.currency };
+    return reversal.type === 'void' ? this.provider(gateway).void(account, req) : this.provider(gateway).refund(account, req);
   }
 
   /**
@@ -638,39 +351,40 @@ export class PaymentsService {
    * event (extpay refund.created) already settled this row while the call was out; it is left as
    * that event made it, and the order's totals were moved then.
    */
-  async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: GatewayResult): Promise<{ row: Row<'transactions'>; settledMeanwhile: boolean }> {
+  async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: Exclude<ReversalOutcome, { kind: 'unknown' }>): Promise<{ row: Row<'transactions'>; settledMeanwhile: boolean }> {
     const current = (await repo.findTransaction(trx, teamId, reversal.id, { forUpdate: true }))!;
     if (current.status !== 'pending') return { row: current, settledMeanwhile: true };
     const row = await repo.updateTransaction(trx, teamId, reversal.id, {
       status: result.kind === 'approved' ? 'approved' : 'declined',
-      ...(result.transactionId ? { provider_ref: result.transactionId } : {}),
-      response_code: result.responseCode,
-      response_text: resultText(result),
+      in_flight: false,
+      ...(result.providerRef ? { provider_ref: result.providerRef } : {}),
+      response_code: result.code,
+      response_text: result.text,
       // extpay (spec 4.5): the amount asked for stands until refund.created carries what settled.
-      ...(result.kind === 'approved' && result.responseCode === EXTPAY_REFUND_REQUESTED ? { provisional: true, requested_amount: reversal.amount } : {}),
+      ...(result.kind === 'approved' && result.code === EXTPAY_REFUND_REQUESTED ? { provisional: true, requested_amount: reversal.amount } : {}),
     });
     return { row, settledMeanwhile: false };
   }
 
   /** extpay: refunds and voids go to the provider, which is merchant of record (spec 4.5). */
-  private async sendExternalReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<GatewayResult> {
+  private async sendExternalReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<ReversalOutcome> {
     const conn = await this.store.run((db) => this.connections.findLive(db, teamId, sale.connection_id!));
     if (!conn || !sale.provider_ref) {
-      return { kind: 'error', transactionId: null, responseCode: 'provider_unavailable', responseText: 'The provider connection of this charge no longer exists.', retryable: false };
+      return { kind: 'declined', providerRef: null, code: 'provider_unavailable', text: 'The provider connection of this charge no longer exists.' };
     }
     const connection = this.connections.connection(conn);
     if (reversal.type === 'void') {
       const r = await this.extpay.voidPayment(connection, { paymentId: sale.provider_ref, idempotencyKey: reversal.id });
-      if (r.kind === 'voided') return { kind: 'approved', transactionId: r.paymentId, authCode: null, responseCode: 'voided', responseText: 'Voided at the provider', vaultRef: null };
-      return { kind: 'error', transactionId: null, responseCode: r.providerCode ?? r.code, responseText: r.message, retryable: r.safeToRetry };
+      if (r.kind === 'voided') return { kind: 'approved', providerRef: r.paymentId, code: 'voided', text: 'Voided at the provider' };
+      return { kind: 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
     }
     const full = reversal.amount === sale.amount && (await this.store.run((db) => repo.reversedAmount(db, teamId, sale.id))).refunded === reversal.amount;
     const r = await this.extpay.refundPayment(connection, { paymentId: sale.provider_ref, ...(full ? {} : { amount: reversal.amount }), idempotencyKey: reversal.id });
     if (r.kind === 'refund_requested') {
       // No refund id yet: refund.created names it, and settles this row (repo.findRefundToSettle).
-      return { kind: 'approved', transactionId: '', authCode: null, responseCode: EXTPAY_REFUND_REQUESTED, responseText: 'Refund requested at the provider; the amount is provisional until it settles', vaultRef: null };
+      return { kind: 'approved', providerRef: null, code: EXTPAY_REFUND_REQUESTED, text: 'Refund requested at the provider; the amount is provisional until it settles' };
     }
-    return { kind: 'error', transactionId: null, responseCode: r.providerCode ?? r.code, responseText: r.message, retryable: r.safeToRetry };
+    return { kind: 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
   }
 
   /**
@@ -810,6 +524,16 @@ export class PaymentsService {
     return all.filter((t) => t.type === 'sale' && t.status === 'pending' && !t.upsell_id && (t.provider_ref || t.plan_ref)).at(-1);
   }
 
+  /** Whether the order's latest first-payment attempt went to a gateway that redirects (3-D Secure) and was answered there. */
+  async lastFirstPaymentWasRedirected(teamId: string, orderId: string): Promise<boolean> {
+    return this.store.run(async (db) => {
+      const last = (await repo.listOrderTransactions(db, teamId, orderId)).filter((t) => t.type === 'sale' && !t.upsell_id).at(-1);
+      if (!last?.gateway_id || !last.provider_ref) return false;
+      const gateway = await this.gateways.findGateway(db, teamId, last.gateway_id);
+      return gateway ? this.provider(gateway).capabilities.redirect : false;
+    });
+  }
+
   /** Inbound provider events, one row per (source, event id): false when this one was seen before. */
   async recordInbound(trx: Tx, source: string, eventId: string, teamId: string, type: string, payload: Record<string, unknown>): Promise<boolean> {
     return repo.insertInbound(trx, { id: newId('inboundWebhook'), source, event_id: eventId, team_id: teamId, type, payload: JSON.stringify(payload) });
@@ -828,13 +552,13 @@ export class PaymentsService {
     return repo.findByProviderRef(db, teamId, gatewayId, providerRef);
   }
 
-  /** Asks the gateway where a pending payment stands. Outside any transaction. */
-  async retrieve(teamId: string, txn: Row<'transactions'>): Promise<ThreeDsOutcome> {
+  /** Asks the gateway where a pending payment stands (Capture, the watchdog). Outside any transaction. */
+  async retrieve(teamId: string, txn: Row<'transactions'>): Promise<ChargeOutcome> {
     const gateway = txn.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, teamId, txn.gateway_id!)) : undefined;
-    if (!gateway || gateway.kind !== 'threeds' || !txn.provider_ref) {
-      return { kind: 'error', paymentId: txn.provider_ref, code: 'not_capturable', message: 'This payment cannot be re-checked with its gateway.' };
+    if (!gateway || !txn.provider_ref || !this.provider(gateway).capabilities.redirect) {
+      return { kind: 'unknown', providerRef: txn.provider_ref, code: 'not_capturable', text: 'This payment cannot be re-checked with its gateway.' };
     }
-    return this.threeds.retrievePayment(this.gateways.account(gateway), txn.provider_ref);
+    return this.provider(gateway).retrieve(this.gateways.account(gateway), txn.provider_ref);
   }
 
   /**

@@ -1,0 +1,147 @@
+import { ApiError, invalid } from '../../app/errors.ts';
+import type { Store, Tx } from '../../db/database.ts';
+import type { Row } from '../../db/schema.ts';
+import type { ChargeOutcome } from '../../providers/provider.ts';
+import type { CatalogService } from '../catalog/service.ts';
+import type { EventsService } from '../events/service.ts';
+import type { FirstChargeRequest } from '../payments/attempts.ts';
+import { FIRST_PAYMENT, type FirstStep } from '../payments/first-payment.ts';
+import type { PaymentsService } from '../payments/service.ts';
+import * as repo from './repo.ts';
+import { assertOrderMove, type OrderStatus } from './states.ts';
+import { type OrderEvent, orderView, type PaymentResult } from './views.ts';
+
+/** Where a payment's outcome leaves the order. `unknown` leaves it as it is: the recovery run decides. */
+export function orderAfter(outcome: ChargeOutcome): { status: OrderStatus; payment_status: string } | null {
+  switch (outcome.kind) {
+    case 'approved':
+      return { status: 'processing', payment_status: 'completed' };
+    case 'declined':
+      return { status: 'declined', payment_status: 'declined' };
+    case 'pending':
+      return { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' };
+    case 'redirect':
+      return { status: 'pending', payment_status: 'pending_redirect' };
+    case 'unknown':
+      return null;
+  }
+}
+
+export function paymentResult(outcome: ChargeOutcome, view: PaymentResult['data'] extends infer D ? Omit<D, 'redirect_required' | 'transaction_id' | 'attempts'> : never, transactions: Row<'transactions'>[]): PaymentResult {
+  const data = { ...view, redirect_required: false, transaction_id: transactions.at(-1)?.id ?? null, attempts: transactions.length };
+  switch (outcome.kind) {
+    case 'approved':
+      return { httpStatus: 200, success: true, message: 'Payment approved.', data };
+    case 'declined':
+      return { httpStatus: 402, success: false, message: `Payment declined: ${outcome.text}`, data, error: { type: 'card_error', code: 'payment_declined', decline_code: outcome.code ?? null } };
+    case 'pending':
+      return { httpStatus: 202, success: true, message: 'Payment is awaiting external confirmation.', data };
+    case 'redirect':
+      return { httpStatus: 200, success: true, message: 'Customer redirect is required to complete the payment.', data: { ...data, redirect_required: true, redirect_url: outcome.url } };
+    case 'unknown':
+      return {
+        httpStatus: 502,
+        success: false,
+        message:
+          'The gateway did not answer, so whether the card was charged is not known yet. Do not charge the customer again: ' +
+          'the payment is confirmed with the gateway within minutes and the order then shows the outcome.',
+        data,
+        error: { type: 'api_error', code: 'payment_outcome_unknown', decline_code: null },
+      };
+  }
+}
+
+export interface FirstPaymentDeps {
+  store: Store;
+  payments: PaymentsService;
+  catalog: CatalogService;
+  events: EventsService;
+  recordEvents(trx: Tx, teamId: string, orderId: string, events: OrderEvent[]): Promise<void>;
+}
+
+/**
+ * A card first payment in atomic phases (ARCHITECTURE "Atomic phases for money"):
+ * 1. `open`, in the caller's claim transaction: no attempt of this order may be in flight; the
+ *    coupon's use and the gateway's volume are reserved; the attempt row is written in flight.
+ * 2. `run`: the provider call, holding no lock, with our attempt id as its order id.
+ * 3. the answer and the order's move, in one transaction under the order's row lock.
+ * A crash between 1 and 3 leaves the attempt in flight: the recovery run asks the provider.
+ */
+export class CardFirstPayment {
+  constructor(private readonly d: FirstPaymentDeps) {}
+
+  async open(trx: Tx, order: Row<'orders'>, req: FirstChargeRequest): Promise<FirstStep> {
+    if (await this.d.payments.findInFlight(trx, order.team_id, order.id, FIRST_PAYMENT)) {
+      throw new ApiError('payment_in_progress', 'A payment for this order was sent to the gateway and its outcome is not recorded yet; it is being confirmed. Retry in a moment.');
+    }
+    await this.reserveCoupon(trx, order);
+    return this.d.payments.first.open(trx, req);
+  }
+
+  /** A coupon's use is held from the moment its discounted payment starts (released if it declines). */
+  async reserveCoupon(trx: Tx, order: Row<'orders'>): Promise<void> {
+    if (!order.coupon_id) return;
+    if (!(await this.d.catalog.reserveCoupon(trx, order.team_id, order.coupon_id, order.id, order.discount_total))) {
+      throw invalid('coupon_code', 'this coupon has been used up');
+    }
+  }
+
+  /** Phases 2 and 3, repeated while a router salvages a retryable decline on its next member. */
+  async run(order: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[], req: FirstChargeRequest, opened: FirstStep): Promise<PaymentResult> {
+    let step = opened;
+    for (;;) {
+      if (step.kind === 'done') {
+        const done = step;
+        const r = await this.d.store.transaction(async (trx) => {
+          const current = (await repo.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
+          return this.settle(trx, current, customer, lines, done);
+        });
+        this.d.events.nudge();
+        return r;
+      }
+      const call = step;
+      const outcome = await this.d.payments.sendCharge(call.gateway, this.d.payments.first.chargeRequest(req, call.attempt.id));
+      const next = await this.d.store.transaction(async (trx): Promise<{ result: PaymentResult } | { step: FirstStep }> => {
+        const current = (await repo.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
+        const recorded = await this.d.payments.first.record(trx, req, call, outcome);
+        // The recovery run recorded this attempt first (and moved the order): answer what it decided.
+        if (!recorded) return { result: paymentResult(outcome, orderView(current, customer, lines), call.transactions) };
+        if (recorded.kind === 'call') return { step: recorded };
+        return { result: await this.settle(trx, current, customer, lines, recorded) };
+      });
+      if ('result' in next) {
+        this.d.events.nudge();
+        return next.result;
+      }
+      step = next.step;
+    }
+  }
+
+  /** The payment's outcome on the order, in the transaction that recorded it. */
+  async settle(trx: Tx, current: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[], done: Extract<FirstStep, { kind: 'done' }>): Promise<PaymentResult> {
+    const next = orderAfter(done.outcome);
+    if (!next) {
+      await this.d.recordEvents(trx, current.team_id, current.id, [{ type: 'payment.unknown', data: { transactions: done.transactions.map((t) => t.id) } }]);
+      return paymentResult(done.outcome, orderView(current, customer, lines), done.transactions);
+    }
+    if (current.status !== next.status) assertOrderMove(current.status, next.status);
+    const updated = await repo.updateOrder(trx, current.team_id, current.id, {
+      status: next.status,
+      payment_status: next.payment_status,
+      payment_started_at: null,
+      ...(done.paymentMethod ? { payment_method_id: done.paymentMethod.id } : {}),
+      ...(done.isTest ? { is_test: true } : {}),
+    });
+    if (done.outcome.kind === 'declined' && current.coupon_id) await this.d.catalog.releaseCoupon(trx, current.team_id, current.coupon_id, current.id);
+    await this.d.recordEvents(trx, current.team_id, current.id, [
+      {
+        type: `payment.${done.outcome.kind}`,
+        data: { transactions: done.transactions.map((t) => t.id), from_status: current.status, to_status: next.status, is_test: done.isTest },
+      },
+    ]);
+    // The payment claim kept the lines and the customer as they were: answer from the rows in hand.
+    const view = orderView(updated, customer, lines);
+    if (done.outcome.kind === 'declined') await this.d.events.emit(trx, current.team_id, 'order.declined', { orderId: current.id, object: view });
+    return paymentResult(done.outcome, view, done.transactions);
+  }
+}

@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+import type { Store } from '../../db/database.ts';
+import type { Row } from '../../db/schema.ts';
+import type { ChargeOutcome, ReversalOutcome } from '../../providers/provider.ts';
+import type { PaymentsService } from '../payments/service.ts';
+import type { OrdersService } from './service.ts';
+
+/** How long an attempt may stay unanswered before the provider is asked: longer than any provider call's timeout. */
+export const ATTEMPT_GRACE_MS = 2 * 60_000;
+
+export interface RecoveryTally {
+  checked: number;
+  approved: number;
+  declined: number;
+  not_found: number;
+  unresolved: number;
+}
+
+const NOT_RECEIVED = { code: 'not_received', text: 'The provider has no record of this attempt: nothing was charged.' } as const;
+
+/**
+ * The recovery run for attempts whose answer nobody recorded (the process died between the
+ * provider call and phase 3, or the provider did not answer). Each is asked of its provider by our
+ * attempt id and finalized through the same phase 3 as the request's own; one the provider never
+ * saw is failed and releases its step. One the provider cannot be asked about now stays in flight
+ * (and keeps blocking a second charge) until the next run: a claim never expires into a new charge.
+ */
+export async function recoverUnknownAttempts(
+  deps: { store: Store; orders: OrdersService; payments: PaymentsService },
+  graceMs: number = ATTEMPT_GRACE_MS,
+  log?: Logger,
+  limit = 200,
+): Promise<RecoveryTally> {
+  const tally: RecoveryTally = { checked: 0, approved: 0, declined: 0, not_found: 0, unresolved: 0 };
+  const stale = await deps.payments.listInFlight(new Date(Date.now() - graceMs), limit);
+  for (const t of stale) {
+    tally.checked++;
+    try {
+      const parent = t.parent_id ? await deps.store.run((db) => deps.payments.findTransactionRow(db, t.team_id, t.parent_id!)) : undefined;
+      const found = await deps.payments.findAttemptOutcome(t, parent);
+      if (found.kind === 'unknown') {
+        tally.unresolved++;
+        continue;
+      }
+      if (found.kind === 'not_found') tally.not_found++;
+      else if (found.kind === 'approved') tally.approved++;
+      else tally.declined++;
+      await apply(deps, t, parent, found);
+    } catch (err) {
+      tally.unresolved++;
+      log?.error({ err, transaction_id: t.id }, 'recovery of an unanswered attempt failed');
+    }
+  }
+  return tally;
+}
+
+async function apply(
+  deps: { orders: OrdersService },
+  t: Row<'transactions'>,
+  parent: Row<'transactions'> | undefined,
+  found: Exclude<ChargeOutcome | ReversalOutcome, { kind: 'unknown' }> | { kind: 'not_found' },
+): Promise<void> {
+  if (t.type === 'refund' || t.type === 'void') {
+    const outcome: Exclude<ReversalOutcome, { kind: 'unknown' }> =
+      found.kind === 'approved' ? found : found.kind === 'not_found' ? { kind: 'declined', providerRef: null, ...NOT_RECEIVED } : { kind: 'declined', providerRef: 'providerRef' in found ? found.providerRef : null, code: 'code' in found ? found.code : 'declined', text: 'text' in found ? found.text : 'Declined' };
+    await deps.orders.settleReversal(t.team_id, parent!, t, outcome);
+    return;
+  }
+  const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
+  if (t.upsell_id) await deps.orders.recoverUpsell(t, outcome);
+  else await deps.orders.recoverFirstPayment(t, outcome);
+}

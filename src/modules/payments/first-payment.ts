@@ -1,0 +1,187 @@
+import { newId } from '../../app/ids.ts';
+import type { Tx } from '../../db/database.ts';
+import type { Row } from '../../db/schema.ts';
+import type { ChargeOutcome, ChargeRequest } from '../../providers/provider.ts';
+import type { GatewaysService } from '../gateways/service.ts';
+import { orderMembers } from '../gateways/service.ts';
+import { type CardSummary, summarizeCard } from './card.ts';
+import * as repo from './repo.ts';
+import { attemptRow, type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
+
+/**
+ * The first payment of an order in atomic phases. `open` runs in the transaction that claims the
+ * order: BIN block and test cards are decided there (no provider call), otherwise the first
+ * routable gateway's volume is reserved and an attempt row is committed in flight. After the
+ * provider answered, `record` runs in the transaction that settles the order: it closes the
+ * attempt and, on a retryable decline through a router, opens the next one (decline salvage).
+ */
+export type FirstStep =
+  | { kind: 'call'; attempt: Row<'transactions'>; gateway: Row<'gateways'>; plan: PaymentPlan; index: number; transactions: Row<'transactions'>[] }
+  | { kind: 'done'; outcome: ChargeOutcome; transactions: Row<'transactions'>[]; paymentMethod: Row<'payment_methods'> | null; isTest: boolean };
+
+export const FIRST_PAYMENT = 'first_payment';
+
+export class FirstPaymentLedger {
+  constructor(private readonly gateways: GatewaysService) {}
+
+  /** Routing precedence (spec 2.1): explicit gateway or router, then the campaign's router, then its gateway. */
+  async plan(trx: Tx, teamId: string, route: RouteRequest): Promise<PaymentPlan> {
+    const { routerId, gatewayId } = routeTarget(route);
+    if (gatewayId) {
+      const g = await this.gateways.findGateway(trx, teamId, gatewayId);
+      return { routerId: null, maxAttempts: 1, candidates: g ? [{ gateway: g, memberCap: null }] : [], skipped: [] };
+    }
+    if (routerId) {
+      const r = await this.gateways.findRouter(trx, teamId, routerId);
+      if (r && r.router.is_active) {
+        const candidates = orderMembers(r.router.strategy, r.members).map((m) => ({ gateway: m.gateway, memberCap: m.monthly_cap }));
+        return { routerId: r.router.id, maxAttempts: r.router.max_attempts, candidates, skipped: [] };
+      }
+    }
+    return { routerId: null, maxAttempts: 1, candidates: [], skipped: [] };
+  }
+
+  async open(trx: Tx, req: FirstChargeRequest): Promise<FirstStep> {
+    const card = summarizeCard(req.card);
+    if (await this.gateways.isBinBlocked(trx, req.teamId, req.card.number)) {
+      const text = `The card's BIN ${card.bin} is blocked by this merchant.`;
+      const t = await repo.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, code: 'bin_blocked', text }));
+      return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'bin_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
+    }
+    const plan = await this.plan(trx, req.teamId, req.route);
+    // A listed test card is approved without reaching any gateway, production ones included.
+    if (await this.gateways.isTestCard(trx, req.teamId, req.card.number)) {
+      const gatewayId = plan.candidates[0]?.gateway.id ?? null;
+      const id = newId('transaction');
+      const method = await this.saveMethod(trx, req, card, gatewayId, null, id, true);
+      const t = await repo.insertTransaction(trx, {
+        ...attemptRow(req, card, { id, status: 'approved', gatewayId, routerId: plan.routerId, code: 'test_card', text: 'Approved: test card (no gateway was called)' }),
+        provider_ref: `test_${id}`,
+        is_test: true,
+        payment_method_id: method.id,
+      });
+      return { kind: 'done', outcome: { kind: 'approved', providerRef: t.provider_ref!, authCode: null, code: 'test_card', text: t.response_text!, vaultRef: null }, transactions: [t], paymentMethod: method, isTest: true };
+    }
+    return this.next(trx, req, card, plan, 0, []);
+  }
+
+  /** Opens the attempt on the next gateway that is active and has room under its caps, or declines with no_route. */
+  private async next(trx: Tx, req: FirstChargeRequest, card: CardSummary, plan: PaymentPlan, from: number, transactions: Row<'transactions'>[]): Promise<FirstStep> {
+    const tried = transactions.filter((t) => t.gateway_id !== null).length;
+    for (let i = from; i < plan.candidates.length && tried < plan.maxAttempts; i++) {
+      const { gateway, memberCap } = plan.candidates[i]!;
+      if (!gateway.is_active) {
+        plan.skipped.push({ gateway_id: gateway.id, reason: 'inactive' });
+        continue;
+      }
+      const month = await this.gateways.reserveVolume(trx, req.teamId, gateway, memberCap, req.amount);
+      if (!month) {
+        plan.skipped.push({ gateway_id: gateway.id, reason: 'monthly_cap_reached' });
+        continue;
+      }
+      const attempt = await repo.insertTransaction(trx, {
+        ...attemptRow(req, card, { status: 'pending', gatewayId: gateway.id, routerId: plan.routerId, attempt: tried + 1, code: 'in_flight', text: 'Sent to the gateway; waiting for its answer' }),
+        step: FIRST_PAYMENT,
+        in_flight: true,
+        volume_month: month,
+        is_test: gateway.test_mode,
+      });
+      return { kind: 'call', attempt, gateway, plan, index: i, transactions: [...transactions, attempt] };
+    }
+    if (transactions.length > 0) {
+      const last = transactions.at(-1)!;
+      return { kind: 'done', outcome: { kind: 'declined', providerRef: last.provider_ref, code: last.response_code ?? 'declined', text: last.response_text ?? 'Declined', retryable: false }, transactions, paymentMethod: null, isTest: false };
+    }
+    const text = plan.skipped.length
+      ? `No payment gateway is available: ${plan.skipped.map((s) => `${s.gateway_id} ${s.reason.replace(/_/g, ' ')}`).join(', ')}.`
+      : 'No payment gateway is configured for this campaign.';
+    const t = await repo.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text }));
+    return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'no_route', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
+  }
+
+  /** What phase 2 sends: the card in memory, our attempt id as the gateway's order id. */
+  chargeRequest(req: FirstChargeRequest, attemptId: string): ChargeRequest {
+    return {
+      attemptId,
+      orderId: req.orderId,
+      amount: req.amount,
+      currency: req.currency,
+      card: req.card,
+      saveCard: true,
+      payer: req.payer,
+      billing: req.billing,
+      redirect: req.redirect,
+    };
+  }
+
+  /**
+   * Phase 3, under the order's row lock: the attempt takes the provider's answer. A retryable
+   * decline through a router opens the next attempt; anything else is the payment's outcome.
+   * `unknown` leaves the attempt in flight for the recovery run. Null: another path recorded it first.
+   */
+  async record(trx: Tx, req: FirstChargeRequest, step: Extract<FirstStep, { kind: 'call' }>, outcome: ChargeOutcome): Promise<FirstStep | null> {
+    const card = summarizeCard(req.card);
+    if (outcome.kind === 'unknown') {
+      return { kind: 'done', outcome, transactions: step.transactions, paymentMethod: null, isTest: step.gateway.test_mode };
+    }
+    const closed = await this.close(trx, req.teamId, req.customerId, step.attempt, outcome, card);
+    if (!closed) return null;
+    const transactions = [...step.transactions.slice(0, -1), closed.transaction];
+    if (outcome.kind === 'declined' && step.plan.routerId && outcome.retryable) {
+      return this.next(trx, req, card, step.plan, step.index + 1, transactions);
+    }
+    return { kind: 'done', outcome, transactions, paymentMethod: closed.paymentMethod, isTest: step.gateway.test_mode };
+  }
+
+  /**
+   * Closes an attempt with the provider's answer (the request's own phase 3, or the recovery run):
+   * approved saves the card for one-click upsells; a decline gives its reserved volume back.
+   */
+  async close(
+    trx: Tx,
+    teamId: string,
+    customerId: string,
+    attempt: Row<'transactions'>,
+    outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>,
+    card: CardSummary | null,
+  ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Row<'payment_methods'> | null } | null> {
+    let method: Row<'payment_methods'> | null = null;
+    if (outcome.kind === 'approved' && attempt.step === FIRST_PAYMENT) {
+      const summary = card ?? { brand: attempt.card_brand ?? 'unknown', bin: attempt.card_bin ?? '', last4: attempt.card_last4 ?? '', exp: attempt.card_exp ?? '' };
+      method = await this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
+    }
+    const status = outcome.kind === 'approved' ? 'approved' : outcome.kind === 'declined' ? 'declined' : 'pending';
+    const t = await repo.closeAttempt(trx, teamId, attempt.id, {
+      status,
+      provider_ref: outcome.providerRef,
+      auth_code: outcome.kind === 'approved' ? outcome.authCode : null,
+      response_code: outcome.code,
+      response_text: outcome.text,
+      ...(method ? { payment_method_id: method.id } : {}),
+    });
+    if (!t) return null;
+    if (status === 'declined') await this.releaseVolume(trx, t);
+    return { transaction: t, paymentMethod: method ?? (attempt.payment_method_id ? ((await repo.findPaymentMethod(trx, teamId, attempt.payment_method_id)) ?? null) : null) };
+  }
+
+  /** A declined or abandoned attempt gives back the volume it reserved on its gateway. */
+  async releaseVolume(trx: Tx, t: Row<'transactions'>): Promise<void> {
+    if (t.gateway_id && t.volume_month) await this.gateways.releaseVolume(trx, t.team_id, t.gateway_id, t.volume_month, t.amount);
+  }
+
+  private saveMethod(trx: Tx, req: { teamId: string; customerId: string }, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean) {
+    return repo.insertPaymentMethod(trx, {
+      id: newId('paymentMethod'),
+      team_id: req.teamId,
+      customer_id: req.customerId,
+      gateway_id: gatewayId,
+      vault_ref: vaultRef,
+      original_ref: originalRef,
+      brand: card.brand,
+      bin: card.bin,
+      last4: card.last4,
+      exp: card.exp,
+      is_test: isTest,
+    });
+  }
+}
