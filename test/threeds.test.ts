@@ -327,3 +327,97 @@ describe('the 3-D Secure card gateway', () => {
     expect(counts.orders.every((o) => o.status === 'completed')).toBe(true);
   }, 300_000);
 });
+
+describe('Capture after a failed authentication', () => {
+  // Spec §4.2 (3DS table): a failed authentication is 422 "The payment was not completed.", whether
+  // Capture reaches the order before or after the gateway's PAYMENT_FAILED webhook declined it.
+
+  /** Polls `check` until it answers something, or fails naming `what` after `timeoutMs`. */
+  async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const found = await check();
+      if (found !== undefined) return found;
+      if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** A challenge payment whose customer pressed "Fail" on the hosted 3DS page. */
+  async function failedAuthentication(opts: { sandboxWebhooks: boolean }) {
+    const g = await gateway(opts);
+    const f = await campaignOn({ gateway_id: g.id });
+    const r = await order(f, card(THREEDS_CARDS.challenge));
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.payment_status).toBe('pending_redirect');
+    const back = await authenticate(r.body.data.redirect_url, 'fail');
+    expect(back.headers.get('location')).toMatch(/^https:\/\/shop\.example\/3ds\/cancel/);
+    return { g, on: r.body.data.order_number as string };
+  }
+
+  /** What a decline leaves on the order: its state, its transactions and its order.declined events. */
+  async function footprint(on: string) {
+    const o = (await team.api.get(`/v1/orders/${on}`)).body.data;
+    const txns = (await team.api.get(`/v1/transactions?order_number=${on}&limit=100`)).body.data;
+    const declined = (await team.api.get(`/v1/events?type=order.declined&order_number=${on}&limit=100`)).body.data;
+    return {
+      status: o.status,
+      payment_status: o.payment_status,
+      transactions: txns.map((t: { id: string; status: string }) => `${t.id}:${t.status}`),
+      order_declined_events: declined.length,
+      effects: await effects(on),
+    };
+  }
+  const DECLINED = { status: 'declined', payment_status: 'declined', order_declined_events: 1, effects: { completed: 0, fulfillments: 0, subscriptions: 0 } };
+
+  function expectNotCompleted(cap: Awaited<ReturnType<typeof team.api.post>>) {
+    expect(cap.status, cap.text).toBe(422);
+    expect(cap.body).toMatchObject({ success: false, message: 'The payment was not completed.', error: { code: 'payment_not_completed' } });
+  }
+
+  /** The order stays payable: Process Payment again (frictionless card) is not refused and pays it. */
+  async function expectPayableAgain(on: string) {
+    const again = await team.api.post('/checkout/orders/payment', { order_number: on, payment: card(THREEDS_CARDS.frictionless) });
+    expect(again.status, again.text).not.toBe(409);
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toMatchObject({ payment_status: 'completed', redirect_required: false });
+  }
+
+  it('the customer returns first: Capture is 422, then the PAYMENT_FAILED webhook changes nothing more', async () => {
+    // The sandbox records the gateway's event but has nowhere to send it yet.
+    const { g, on } = await failedAuthentication({ sandboxWebhooks: false });
+    expectNotCompleted(await team.api.post('/checkout/orders/capture', { order_number: on }));
+    const before = await footprint(on);
+    expect(before).toMatchObject(DECLINED);
+
+    // Now the gateway delivers its PAYMENT_FAILED, signed, through its own sender.
+    const { events } = (await (await fetch(`${sandbox.url}/3ds/sandbox/ledger?api_key=${g.apiKey}`)).json()) as { events: Array<{ id: string; type: string }> };
+    const failed = events.find((e) => e.type === 'PAYMENT_FAILED');
+    expect(failed, 'the sandbox recorded PAYMENT_FAILED').toBeDefined();
+    await fetch(`${sandbox.url}/3ds/sandbox/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ api_key: g.apiKey, webhook_url: `${app.url}/webhooks/gateways/${g.id}` }),
+    });
+    const delivered = await fetch(`${sandbox.url}/3ds/sandbox/events/${failed!.id}/redeliver`, { method: 'POST' });
+    expect(delivered.status).toBe(200);
+    expect(((await delivered.json()) as { attempt: { status: number } }).attempt.status).toBe(200);
+    expect(await footprint(on)).toEqual(before);
+
+    // Capture again: still the same answer.
+    expectNotCompleted(await team.api.post('/checkout/orders/capture', { order_number: on }));
+    expect(await footprint(on)).toEqual(before);
+    await expectPayableAgain(on);
+  });
+
+  it('the PAYMENT_FAILED webhook arrives first: Capture is still 422 "The payment was not completed.", not 404', async () => {
+    const { on } = await failedAuthentication({ sandboxWebhooks: true });
+    await eventually(async () => ((await team.api.get(`/v1/orders/${on}`)).body.data.status === 'declined' ? true : undefined), 'the webhook to decline the order');
+    const before = await footprint(on);
+    expect(before).toMatchObject(DECLINED);
+
+    expectNotCompleted(await team.api.post('/checkout/orders/capture', { order_number: on }));
+    expect(await footprint(on)).toEqual(before);
+    await expectPayableAgain(on);
+  });
+});
