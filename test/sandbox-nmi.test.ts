@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GatewayAccount, GatewayResult, SaleRequest } from '../src/providers/card-gateway.ts';
+import type { GatewayAccount, GatewayQueriedTransaction, GatewayQueryResult, GatewayResult, SaleRequest } from '../src/providers/card-gateway.ts';
 import { NmiAdapter, nmiAdapter } from '../src/providers/nmi/adapter.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
@@ -353,6 +353,141 @@ describe('NMI adapter against the sandbox', () => {
   });
 });
 
+describe('NMI Query API against the sandbox (crash recovery)', () => {
+  function found(r: GatewayQueryResult): GatewayQueriedTransaction[] {
+    expect(r.kind, JSON.stringify(r)).toBe('found');
+    return (r as Extract<GatewayQueryResult, { kind: 'found' }>).transactions;
+  }
+
+  it('finds a sale by our attempt id (its orderid), with the vault id it saved, and a saved-card charge with the vault it used', async () => {
+    const gw = gateway();
+    const req = sale(SANDBOX_CARDS.approve, { saveCard: true });
+    const s = approved(await nmiAdapter.sale(gw, req));
+    const [t, ...rest] = found(await nmiAdapter.query(gw, { orderId: req.attemptId }));
+    expect(rest).toHaveLength(0);
+    expect(t).toMatchObject({
+      transactionId: s.transactionId,
+      orderId: req.attemptId,
+      type: 'sale',
+      status: 'approved',
+      condition: 'pendingsettlement',
+      responseCode: '100',
+      amountMinor: 4999,
+      currency: 'USD',
+      authCode: s.authCode,
+      vaultRef: s.vaultRef,
+      cardLast4: '1111',
+      voided: false,
+    });
+    expect(t!.vaultRef).toMatch(/^\d+$/);
+    expectNoCardData(await nmiAdapter.query(gw, { orderId: req.attemptId }));
+
+    const upsell = sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: s.vaultRef!, amount: 1900 });
+    approved(await nmiAdapter.sale(gw, upsell));
+    expect(found(await nmiAdapter.query(gw, { orderId: upsell.attemptId }))).toMatchObject([{ type: 'sale', status: 'approved', amountMinor: 1900, vaultRef: s.vaultRef }]);
+  });
+
+  it('answers not_found for an order id it never saw, another account’s order, and a request refused before processing', async () => {
+    const gw = gateway();
+    expect(await nmiAdapter.query(gw, { orderId: 'att_never_sent' })).toEqual({ kind: 'not_found' });
+    const req = sale(SANDBOX_CARDS.approve);
+    approved(await nmiAdapter.sale(gw, req));
+    expect(await nmiAdapter.query(gateway(), { orderId: req.attemptId })).toEqual({ kind: 'not_found' });
+    // A number that fails the Luhn check never becomes a transaction.
+    const refused = sale('4111111111111112');
+    expect(await nmiAdapter.sale(gw, refused)).toMatchObject({ kind: 'error', responseCode: '300', transactionId: null });
+    expect(await nmiAdapter.query(gw, { orderId: refused.attemptId })).toEqual({ kind: 'not_found' });
+  });
+
+  it('finds a declined sale as declined (condition failed, no vault id) and a processor error as error', async () => {
+    const gw = gateway();
+    const req = sale(SANDBOX_CARDS.insufficientFunds, { saveCard: true });
+    const d = await nmiAdapter.sale(gw, req);
+    expect(d).toMatchObject({ kind: 'declined', responseCode: '202' });
+    expect(found(await nmiAdapter.query(gw, { orderId: req.attemptId }))).toEqual([
+      expect.objectContaining({ transactionId: d.transactionId, status: 'declined', condition: 'failed', responseCode: '202', responseText: 'Insufficient funds.', vaultRef: null, authCode: null }),
+    ]);
+    const failing = sale(SANDBOX_CARDS.processingError);
+    await nmiAdapter.sale(gw, failing);
+    expect(found(await nmiAdapter.query(gw, { orderId: failing.attemptId }))).toMatchObject([{ status: 'error', condition: 'failed', responseCode: '400' }]);
+  });
+
+  it('finds a refund by our refund attempt id, and the sale keeps its own order id', async () => {
+    const gw = gateway();
+    const req = sale(SANDBOX_CARDS.approve, { amount: 5000 });
+    const s = approved(await nmiAdapter.sale(gw, req));
+    const rf = approved(await nmiAdapter.refund(gw, { transactionId: s.transactionId, amount: 2000, currency: 'USD', attemptId: 'rf_attempt_7' }));
+    expect((await ledger(gw)).transactions.find((t) => t.transactionid === rf.transactionId)).toMatchObject({ orderid: 'rf_attempt_7', parent_transactionid: s.transactionId });
+    expect(found(await nmiAdapter.query(gw, { orderId: 'rf_attempt_7' }))).toEqual([
+      expect.objectContaining({ transactionId: rf.transactionId, type: 'refund', status: 'approved', amountMinor: 2000, currency: 'USD', vaultRef: null }),
+    ]);
+    expect(found(await nmiAdapter.query(gw, { orderId: req.attemptId }))).toMatchObject([{ transactionId: s.transactionId, type: 'sale' }]);
+    // Refused (over the balance): never a transaction, so not found — nothing was refunded.
+    expect(await nmiAdapter.refund(gw, { transactionId: s.transactionId, amount: 9000, currency: 'USD', attemptId: 'rf_attempt_8' })).toMatchObject({ kind: 'error' });
+    expect(await nmiAdapter.query(gw, { orderId: 'rf_attempt_8' })).toEqual({ kind: 'not_found' });
+  });
+
+  it('shows a void as an action of the sale it voided, found by the sale’s transaction id', async () => {
+    const gw = gateway();
+    const s = approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve)));
+    approved(await nmiAdapter.void(gw, { transactionId: s.transactionId, attemptId: 'v_1' }));
+    const [t] = found(await nmiAdapter.query(gw, { transactionId: s.transactionId }));
+    expect(t).toMatchObject({ type: 'sale', status: 'approved', condition: 'canceled', voided: true });
+    expect(t!.actions.map((a) => [a.type, a.success, a.amountMinor])).toEqual([
+      ['sale', true, 4999],
+      ['void', true, 4999],
+    ]);
+  });
+
+  it('answers NMI’s XML on the wire (POST form or GET), with an error_response for a bad key and an empty list for an unknown account', async () => {
+    const gw = gateway();
+    const req = sale(SANDBOX_CARDS.approve, { saveCard: true });
+    const s = approved(await nmiAdapter.sale(gw, req));
+    const key = gw.credentials.security_key!;
+    const post = await fetch(`${sandbox.url}/api/query.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ security_key: key, order_id: req.attemptId }).toString() });
+    expect(post.status).toBe(200);
+    expect(post.headers.get('content-type')).toMatch(/^text\/xml/);
+    const xml = await post.text();
+    expect(xml).toMatch(/^<\?xml version="1\.0" encoding="UTF-8"\?>\n<nm_response>\n\t<transaction>/);
+    for (const el of [`<transaction_id>${s.transactionId}</transaction_id>`, `<order_id>${req.attemptId}</order_id>`, '<condition>pendingsettlement</condition>', `<customerid>${s.vaultRef}</customerid>`, '<cc_number>4xxxxxxxxxxx1111</cc_number>', '<action>', '<action_type>sale</action_type>', '<amount>49.99</amount>', '<success>1</success>', '<response_code>100</response_code>'])
+      expect(xml).toContain(el);
+    expect(xml).not.toContain(SANDBOX_CARDS.approve);
+    const get = await fetch(`${sandbox.url}/api/query.php?${new URLSearchParams({ security_key: key, transaction_id: `1,${s.transactionId}` })}`);
+    expect(await get.text()).toBe(xml);
+
+    const badKey = await (await fetch(`${sandbox.url}/api/query.php?security_key=invalid_key&order_id=${req.attemptId}`)).text();
+    expect(badKey).toBe('<?xml version="1.0" encoding="UTF-8"?>\n<nm_response>\n\t<error_response>Invalid Security Key</error_response>\n</nm_response>\n');
+    expect(await nmiAdapter.query({ ...gw, credentials: { security_key: 'invalid_key' } }, { orderId: req.attemptId })).toMatchObject({ kind: 'error', code: 'authentication_failed' });
+    expect(await (await fetch(`${sandbox.url}/api/query.php?security_key=never_used_${Date.now()}`)).text()).toBe('<?xml version="1.0" encoding="UTF-8"?>\n<nm_response>\n</nm_response>\n');
+    expect(await (await fetch(`${sandbox.url}/api/query.php?security_key=${key}&report_type=customer_vault`)).text()).toContain('<error_response>');
+  });
+
+  it('shows an auth as pending until captured, with the capture as an action', async () => {
+    const gw = gateway();
+    const post = async (fields: Record<string, string>) =>
+      Object.fromEntries(
+        new URLSearchParams(
+          await (
+            await fetch(`${sandbox.url}/api/transact.php`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: new URLSearchParams({ security_key: gw.credentials.security_key!, ...fields }).toString(),
+            })
+          ).text(),
+        ),
+      );
+    const auth = await post({ type: 'auth', ccnumber: SANDBOX_CARDS.approve, ccexp: '1230', amount: '20.00', orderid: 'att_auth' });
+    expect(found(await nmiAdapter.query(gw, { orderId: 'att_auth' }))).toMatchObject([{ type: 'auth', status: 'approved', condition: 'pending' }]);
+    await post({ type: 'capture', transactionid: auth.transactionid!, amount: '15.00' });
+    const [t] = found(await nmiAdapter.query(gw, { orderId: 'att_auth' }));
+    expect(t).toMatchObject({ condition: 'pendingsettlement', amountMinor: 2000 });
+    expect(t!.actions.map((a) => [a.type, a.amountMinor])).toEqual([
+      ['auth', 2000],
+      ['capture', 1500],
+    ]);
+  });
+});
+
 describe('NMI adapter transport failures', () => {
   let odd: http.Server;
   let oddUrl: string;
@@ -388,6 +523,15 @@ describe('NMI adapter transport failures', () => {
   it('treats a non-200 or a body that is not an NMI answer as a bad response', async () => {
     expect(await nmiAdapter.sale(at(`${oddUrl}/html`), sale(SANDBOX_CARDS.approve))).toMatchObject({ kind: 'error', responseCode: 'bad_response', retryable: false });
     expect(await nmiAdapter.sale(at(`${oddUrl}/502`), sale(SANDBOX_CARDS.approve))).toMatchObject({ kind: 'error', responseCode: 'bad_response', retryable: false });
+  });
+
+  it('reads a query answered by a redirect, HTML or a 502 as a bad response, and an unreachable gateway as a network error', async () => {
+    for (const path of ['redirect', 'html', '502']) expect(await nmiAdapter.query(at(`${oddUrl}/${path}`), { orderId: 'att_1' }), path).toMatchObject({ kind: 'error', code: 'bad_response' });
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    expect(await nmiAdapter.query(at(`http://127.0.0.1:${port}`), { orderId: 'att_1' })).toMatchObject({ kind: 'error', code: 'network_error' });
   });
 
   it('reports an unreachable gateway as a network error without throwing', async () => {

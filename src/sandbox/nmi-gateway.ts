@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { parseMajorAmount } from '../providers/card-gateway.ts';
+import { formatMajorAmount, parseMajorAmount } from '../providers/card-gateway.ts';
 import { NMI_RESPONSE_CODES, isKnownNmiCode } from '../providers/nmi/status.ts';
 import { isSlowCard, luhnValid, sandboxCardCode } from './cards.ts';
 
@@ -28,6 +28,29 @@ export interface NmiLedgerEntry {
   customer_vault_id: string | null;
   parent_transactionid: string | null;
   created_at: string;
+}
+
+/**
+ * What the Query API shows of a processed sale or auth beyond its ledger entry: the order description,
+ * the customer and billing fields as sent, the card's BIN and expiry (never its number), the vault id
+ * it saved or charged, and the AVS/CVV results.
+ */
+interface QueryDetails {
+  order_description: string;
+  first_name: string;
+  last_name: string;
+  address_1: string;
+  city: string;
+  state: string;
+  postal_code: string;
+  country: string;
+  email: string;
+  customerid: string;
+  authorization_code: string;
+  cc_bin: string;
+  cc_exp: string;
+  avs_response: string;
+  csc_response: string;
 }
 
 /** An approved sale or auth and what has happened to it since. */
@@ -82,8 +105,27 @@ function responseOf(code: string): '1' | '2' | '3' {
 
 const STATUS = { '1': 'approved', '2': 'declined', '3': 'error' } as const;
 
+/** NMI writes times as `YYYYMMDDhhmmss`, UTC. */
+function nmiDate(iso: string): string {
+  return iso.replace(/[-:T]/g, '').slice(0, 14);
+}
+
+function xmlEscape(v: string): string {
+  return v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+}
+
+function xmlElement(name: string, fields: [string, string][], children: string[] = [], indent = '\t'): string {
+  const inner = indent + '\t';
+  const lines = fields.map(([k, v]) => (v === '' ? `${inner}<${k}></${k}>` : `${inner}<${k}>${xmlEscape(v)}</${k}>`));
+  return `${indent}<${name}>\n${[...lines, ...children].join('\n')}\n${indent}</${name}>`;
+}
+
+const QUERY_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<nm_response>\n';
+const QUERY_TAIL = '</nm_response>\n';
+
 export class NmiSandboxGateway {
   private accounts = new Map<string, Account>();
+  private details = new WeakMap<NmiLedgerEntry, QueryDetails>();
   // Ten digits like NMI's; a random start keeps ids from two sandbox runs apart in a kept database.
   private nextTransactionId = 1_000_000_000 + randomInt(0, 7_000_000_000);
   private readonly slowMs: number;
@@ -146,6 +188,124 @@ export class NmiSandboxGateway {
       }
     }
     return view;
+  }
+
+  /**
+   * NMI's Query API (`/api/query.php`) over this account's ledger, as NMI's XML. Sales, auths and
+   * refunds that were processed (approved, declined or failed at the processor) are transactions of
+   * their own; voids and captures are actions of the transaction they act on, as on NMI. Requests
+   * refused before processing got no transaction id and are not listed. Filters: `order_id` (exact)
+   * and `transaction_id` (one, or several separated by commas); a `report_type` other than
+   * `transaction` is refused; other variables are ignored. An unknown account answers an empty list.
+   */
+  query(fields: Record<string, string>): string {
+    const key = fields.security_key ?? '';
+    if (NmiSandboxGateway.isInvalidKey(key)) return this.queryError('Invalid Security Key');
+    const reportType = fields.report_type ?? '';
+    if (reportType !== '' && reportType !== 'transaction') return this.queryError(`Invalid report_type: the sandbox answers only transaction reports`);
+    const acct = this.accounts.get(key);
+    if (!acct) return QUERY_HEAD + QUERY_TAIL;
+    const orderId = fields.order_id || null;
+    const ids = fields.transaction_id ? new Set(fields.transaction_id.split(',').map((x) => x.trim()).filter(Boolean)) : null;
+    const later = new Map<string, NmiLedgerEntry[]>();
+    for (const e of acct.ledger) {
+      if ((e.type !== 'void' && e.type !== 'capture') || !e.parent_transactionid) continue;
+      const list = later.get(e.parent_transactionid) ?? [];
+      list.push(e);
+      later.set(e.parent_transactionid, list);
+    }
+    let out = '';
+    for (const e of acct.ledger) {
+      if (!e.transactionid || e.type === 'void' || e.type === 'capture') continue;
+      if (orderId !== null && e.orderid !== orderId) continue;
+      if (ids && !ids.has(e.transactionid)) continue;
+      out += `${this.queryTransaction(acct, e, later.get(e.transactionid) ?? [])}\n`;
+    }
+    return QUERY_HEAD + out + QUERY_TAIL;
+  }
+
+  /** A query refused as a whole: `<nm_response><error_response>…</error_response></nm_response>`. */
+  queryError(text: string): string {
+    return `${QUERY_HEAD}\t<error_response>${xmlEscape(text)}</error_response>\n${QUERY_TAIL}`;
+  }
+
+  private queryTransaction(acct: Account, e: NmiLedgerEntry, later: NmiLedgerEntry[]): string {
+    const own = e.transactionid ? acct.charges.get(e.transactionid) : undefined;
+    const charge = own?.entry === e ? own : undefined;
+    const parent = e.parent_transactionid ? acct.charges.get(e.parent_transactionid) : undefined;
+    // A refund shows the card and customer of the sale it refunds, but saved and authorised nothing itself.
+    const d = this.details.get(e) ?? (parent ? { ...this.details.get(parent.entry)!, order_description: '', customerid: '', authorization_code: '', avs_response: '', csc_response: '' } : undefined);
+    let condition: string;
+    if (e.status !== 'approved') condition = 'failed';
+    else if (charge?.voided) condition = 'canceled';
+    else if (charge?.type === 'auth' && charge.capturedMinor === 0) condition = 'pending';
+    else condition = 'pendingsettlement';
+    const amountOf = (x: NmiLedgerEntry): string => (x.amount_minor !== null && x.currency ? formatMajorAmount(x.amount_minor, x.currency) : (x.amount ?? ''));
+    const action = (x: NmiLedgerEntry) =>
+      xmlElement(
+        'action',
+        [
+          // A void reverses the whole transaction: its action carries the transaction's amount.
+          ['amount', x.type === 'void' ? amountOf(e) : amountOf(x)],
+          ['action_type', x.type],
+          ['date', nmiDate(x.created_at)],
+          ['success', x.status === 'approved' ? '1' : '0'],
+          ['ip_address', ''],
+          ['source', 'api'],
+          ['username', ''],
+          ['response_text', x.responsetext],
+          ['batch_id', '0'],
+          ['processor_batch_id', ''],
+          ['response_code', x.response_code],
+          ['processor_response_text', ''],
+          ['processor_response_code', ''],
+        ],
+        [],
+        '\t\t',
+      );
+    const bin = d?.cc_bin ?? '';
+    const masked = e.last4 ? `${bin.slice(0, 1) || 'x'}xxxxxxxxxxx${e.last4}` : '';
+    return xmlElement('transaction', [
+      ['transaction_id', e.transactionid ?? ''],
+      ['partial_payment_id', ''],
+      ['partial_payment_balance', ''],
+      ['platform_id', ''],
+      ['transaction_type', 'cc'],
+      ['condition', condition],
+      ['order_id', e.orderid ?? ''],
+      ['authorization_code', d?.authorization_code ?? ''],
+      ['ponumber', ''],
+      ['order_description', d?.order_description ?? ''],
+      ['first_name', d?.first_name ?? ''],
+      ['last_name', d?.last_name ?? ''],
+      ['address_1', d?.address_1 ?? ''],
+      ['address_2', ''],
+      ['company', ''],
+      ['city', d?.city ?? ''],
+      ['state', d?.state ?? ''],
+      ['postal_code', d?.postal_code ?? ''],
+      ['country', d?.country ?? ''],
+      ['email', d?.email ?? ''],
+      ['phone', ''],
+      ['fax', ''],
+      ['cell_phone', ''],
+      ['customertaxid', ''],
+      ['customerid', d?.customerid ?? ''],
+      ['website', ''],
+      ['cc_number', masked],
+      ['cc_hash', ''],
+      ['cc_exp', d?.cc_exp ?? ''],
+      ['cavv', ''],
+      ['cavv_result', ''],
+      ['xid', ''],
+      ['avs_response', d?.avs_response ?? ''],
+      ['csc_response', d?.csc_response ?? ''],
+      ['cardholder_auth', ''],
+      ['processor_id', 'sandbox'],
+      ['tax', '0.00'],
+      ['currency', e.currency ?? ''],
+      ['cc_bin', bin],
+    ], [action(e), ...later.map(action)]);
   }
 
   /** A request turned away before any account is touched (response 3, code 300). */
@@ -296,6 +456,24 @@ export class NmiSandboxGateway {
       parent_transactionid: null,
     });
     if (approved) acct.charges.set(transactionid, { entry, type, amountMinor, currency, capturedMinor: 0, refundedMinor: 0, voided: false });
+    this.details.set(entry, {
+      order_description: f.order_description ?? '',
+      first_name: f.first_name ?? '',
+      last_name: f.last_name ?? '',
+      address_1: f.address1 ?? '',
+      city: f.city ?? '',
+      state: f.state ?? '',
+      postal_code: f.zip ?? '',
+      country: f.country ?? '',
+      email: f.email ?? '',
+      // The vault id it charged, or the one an approved sale saved; a declined sale saves nothing.
+      customerid: vaultId ?? '',
+      authorization_code: authcode,
+      cc_bin: card.pan.slice(0, 6),
+      cc_exp: card.exp,
+      avs_response: avs,
+      csc_response: cvvResult,
+    });
     return this.answer({ code, text, type, transactionid, authcode, avs, cvv: cvvResult, orderid, vaultId: answerVaultId });
   }
 

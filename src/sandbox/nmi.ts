@@ -38,8 +38,8 @@ function badRequest(reply: FastifyReply, error: z.ZodError) {
 }
 
 /**
- * NMI's Direct Post API on `POST /api/transact.php` (form in, query string out) and the test
- * controls under `/sandbox/nmi/`. Mounted by `src/sandbox/server.ts` next to the other stand-ins.
+ * NMI's Direct Post API on `POST /api/transact.php` (form in, query string out), its Query API on
+ * `/api/query.php` (XML out) and the test controls under `/sandbox/nmi/`. Mounted by `src/sandbox/server.ts` next to the other stand-ins.
  */
 export const nmiSandbox: FastifyPluginAsync<NmiSandboxOptions> = async (app, opts) => {
   // Slow answers are cut short when the server closes, so `close()` never waits out a delay.
@@ -75,6 +75,14 @@ export const nmiSandbox: FastifyPluginAsync<NmiSandboxOptions> = async (app, opt
       : gateway.refuse('Requests must be application/x-www-form-urlencoded');
     return reply.type('text/plain; charset=utf-8').send(new URLSearchParams(answer).toString());
   });
+
+  // NMI's Query API: POST a form (NMI's way) or GET with the same variables; XML out.
+  app.post('/api/query.php', async (req, reply) => {
+    const isForm = (req.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
+    const xml = isForm ? gateway.query(formFields(req.body)) : gateway.queryError('Requests must be application/x-www-form-urlencoded');
+    return reply.type('text/xml; charset=UTF-8').send(xml);
+  });
+  app.get('/api/query.php', async (req, reply) => reply.type('text/xml; charset=UTF-8').send(gateway.query(formFields(req.query))));
 
   app.get('/sandbox/nmi/ledger', async (req, reply) => {
     const q = LedgerQuery.safeParse(req.query);
