@@ -471,6 +471,68 @@ describe('3DS gateway adapter against the sandbox', () => {
   });
 });
 
+describe('3DS gateway lookups by reference (crash recovery)', () => {
+  it('finds a payment by our attempt id as it is now, though a replay of the create still answers the first status', async () => {
+    const gw = await gateway();
+    const req = pay(THREEDS_CARDS.challenge);
+    const first = expectKind(await threeDsAdapter.createPayment(gw, req), 'redirect');
+    expect(await threeDsAdapter.findPaymentByReference(gw, req.attemptId)).toMatchObject({ kind: 'redirect', paymentId: first.paymentId, url: first.url, payment: { reference: req.attemptId } });
+    await complete(first.url, 'success');
+    const found = expectKind((await threeDsAdapter.findPaymentByReference(gw, req.attemptId)) as ThreeDsPaymentResult, 'approved');
+    expect(found).toMatchObject({ paymentId: first.paymentId, payment: { status: 'succeeded', amount: 4999, currency: 'USD', reference: req.attemptId } });
+    // The replay answers the stored first answer and creates nothing: the lookup is how to learn the end.
+    expectKind(await threeDsAdapter.createPayment(gw, req), 'redirect');
+    const list = await fetch(`${base}/v1/payments?reference=${req.attemptId}`, { headers: { authorization: `Bearer ${gw.credentials.api_key}` } });
+    expect(list.status).toBe(200);
+    const body = (await list.json()) as { object: string; data: { id: string; object: string; status: string }[]; has_more: boolean };
+    expect(body).toMatchObject({ object: 'list', has_more: false, data: [{ id: first.paymentId, object: 'payment', status: 'succeeded' }] });
+    expect((await ledger(gw)).payments).toHaveLength(1);
+  });
+
+  it('finds declined and saved-card payments, and answers not_found for a reference never sent or another account’s', async () => {
+    const gw = await gateway();
+    const d = pay(THREEDS_CARDS.insufficientFunds);
+    expectKind(await threeDsAdapter.createPayment(gw, d), 'declined');
+    expect(await threeDsAdapter.findPaymentByReference(gw, d.attemptId)).toMatchObject({ kind: 'declined', code: 'insufficient_funds', retryable: true, payment: { reference: d.attemptId } });
+
+    const saved = expectKind(await threeDsAdapter.createPayment(gw, pay(THREEDS_CARDS.frictionless, { savePaymentMethod: true })), 'approved');
+    const mit = pay(THREEDS_CARDS.frictionless, { card: undefined, paymentMethod: saved.paymentMethod!, merchantInitiated: { originalPaymentId: saved.paymentId } });
+    const m = expectKind(await threeDsAdapter.createPayment(gw, mit), 'approved');
+    expect(await threeDsAdapter.findPaymentByReference(gw, mit.attemptId)).toMatchObject({ kind: 'approved', paymentId: m.paymentId, paymentMethod: saved.paymentMethod, payment: { merchantInitiated: true } });
+
+    expect(await threeDsAdapter.findPaymentByReference(gw, 'att_never_sent')).toEqual({ kind: 'not_found' });
+    expect(await threeDsAdapter.findPaymentByReference(await gateway(), d.attemptId)).toEqual({ kind: 'not_found' });
+  });
+
+  it('finds a refund by our refund attempt id, sent as its reference', async () => {
+    const gw = await gateway();
+    const s = expectKind(await threeDsAdapter.createPayment(gw, pay(THREEDS_CARDS.frictionless, { amount: 5000 })), 'approved');
+    const rf = await threeDsAdapter.refund(gw, { paymentId: s.paymentId, amount: 1200, attemptId: 'rf_recover_1' });
+    expect(rf).toMatchObject({ kind: 'refunded' });
+    const l = await ledger(gw);
+    expect(l.refunds).toEqual([expect.objectContaining({ payment_id: s.paymentId, amount: 1200, reference: 'rf_recover_1' })]);
+    expect(await threeDsAdapter.findRefundByReference(gw, 'rf_recover_1')).toEqual(rf);
+    expect(await threeDsAdapter.findRefundByReference(gw, 'rf_never_sent')).toEqual({ kind: 'not_found' });
+    expect(await threeDsAdapter.findRefundByReference(await gateway(), 'rf_recover_1')).toEqual({ kind: 'not_found' });
+    // Refused (more than is left): nothing was created, so nothing is found.
+    expect(await threeDsAdapter.refund(gw, { paymentId: s.paymentId, amount: 9999, attemptId: 'rf_recover_2' })).toMatchObject({ kind: 'error', gatewayCode: 'amount_too_large' });
+    expect(await threeDsAdapter.findRefundByReference(gw, 'rf_recover_2')).toEqual({ kind: 'not_found' });
+
+    const byPayment = await fetch(`${base}/v1/refunds?payment_id=${s.paymentId}`, { headers: { authorization: `Bearer ${gw.credentials.api_key}` } });
+    expect(await byPayment.json()).toMatchObject({ object: 'list', data: [{ object: 'refund', reference: 'rf_recover_1', amount: 1200, status: 'succeeded' }] });
+  });
+
+  it('refuses a lookup without a reference or a key', async () => {
+    const gw = await gateway();
+    const auth = { authorization: `Bearer ${gw.credentials.api_key}` };
+    expect((await fetch(`${base}/v1/payments`, { headers: auth })).status).toBe(400);
+    expect((await fetch(`${base}/v1/refunds`, { headers: auth })).status).toBe(400);
+    expect((await fetch(`${base}/v1/payments?reference=x&status=succeeded`, { headers: auth })).status).toBe(400);
+    expect((await fetch(`${base}/v1/payments?reference=x`)).status).toBe(401);
+    expect(await threeDsAdapter.findPaymentByReference({ ...gw, credentials: { api_key: 'sk_live_1' } }, 'x')).toMatchObject({ kind: 'error', code: 'authentication_failed' });
+  });
+});
+
 describe('3DS gateway adapter transport failures', () => {
   let odd: http.Server;
   let oddUrl: string;

@@ -107,6 +107,8 @@ interface SavedMethod {
 interface Refund {
   id: string;
   payment_id: string;
+  /** Our refund attempt id, when the merchant sent one: what `GET /v1/refunds?reference=` finds it by. */
+  reference: string | null;
   amount: number;
   currency: string;
   status: 'succeeded';
@@ -203,8 +205,15 @@ const CreatePaymentBody = z
   .strict();
 
 const CreateRefundBody = z
-  .object({ payment_id: z.string().min(1).max(100), amount: z.number().int().positive().optional() })
+  .object({ payment_id: z.string().min(1).max(100), amount: z.number().int().positive().optional(), reference: z.string().min(1).max(200).optional() })
   .strict();
+
+/** The lookups by reference: `reference` is required (the sandbox lists nothing else). */
+export const PaymentListQuery = z.object({ reference: z.string().min(1).max(200) }).strict();
+export const RefundListQuery = z
+  .object({ reference: z.string().min(1).max(200).optional(), payment_id: z.string().min(1).max(100).optional() })
+  .strict()
+  .refine((q) => q.reference !== undefined || q.payment_id !== undefined, 'send reference or payment_id');
 
 export const AccountSettingsBody = z
   .object({
@@ -460,9 +469,29 @@ export class ThreeDsSandboxGateway {
     const amount = parsed.data.amount ?? left;
     if (amount > left) return invalid('amount_too_large', `Refund amount (${amount}) is greater than what is left to refund (${left}).`, 'amount');
     p.amountRefunded += amount;
-    const refund: Refund = { id: `re_${randomToken(24)}`, payment_id: p.id, amount, currency: p.currency, status: 'succeeded', created: now() };
+    const refund: Refund = { id: `re_${randomToken(24)}`, payment_id: p.id, reference: parsed.data.reference ?? null, amount, currency: p.currency, status: 'succeeded', created: now() };
     acct.refunds.push(refund);
     return { status: 200, body: { object: 'refund', ...refund } };
+  }
+
+  /**
+   * `GET /v1/payments?reference=…`: this account's payments created with that reference, newest first,
+   * declined and canceled ones too; an empty list when there are none (never a 404).
+   */
+  listPayments(apiKey: string, reference: string): Answer {
+    const a = this.accounts.get(apiKey);
+    const data = (a?.payments ?? []).filter((p) => p.reference === reference).reverse().map((p) => this.paymentView(p));
+    return { status: 200, body: { object: 'list', data, has_more: false } };
+  }
+
+  /** `GET /v1/refunds?reference=…` (or `payment_id=…`): this account's matching refunds, newest first. */
+  listRefunds(apiKey: string, q: { reference?: string; payment_id?: string }): Answer {
+    const a = this.accounts.get(apiKey);
+    const data = (a?.refunds ?? [])
+      .filter((r) => (q.reference === undefined || r.reference === q.reference) && (q.payment_id === undefined || r.payment_id === q.payment_id))
+      .reverse()
+      .map((r) => ({ object: 'refund', ...r }));
+    return { status: 200, body: { object: 'list', data, has_more: false } };
   }
 
   // ---- the hosted 3DS page ----

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { formatMajorAmount } from '../providers/card-gateway.ts';
-import { type Answer, AccountSettingsBody, ThreeDsSandboxGateway, type ThreeDsSandboxGatewayOptions } from './threeds-gateway.ts';
+import { type Answer, AccountSettingsBody, PaymentListQuery, RefundListQuery, ThreeDsSandboxGateway, type ThreeDsSandboxGatewayOptions } from './threeds-gateway.ts';
 
 export type ThreeDsSandboxOptions = ThreeDsSandboxGatewayOptions;
 
@@ -72,6 +72,22 @@ export const threedsSandbox: FastifyPluginAsync<ThreeDsSandboxOptions> = async (
     const apiKey = authenticated(req, reply);
     if (apiKey === null) return reply;
     return send(reply, gateway.idempotent(apiKey, idempotencyKey(req), { method: 'POST', path: '/v1/payments', body: req.body }, () => gateway.createPayment(apiKey, req.body, hostedBase(req))));
+  });
+
+  app.get('/v1/payments', async (req, reply) => {
+    const apiKey = authenticated(req, reply);
+    if (apiKey === null) return reply;
+    const q = PaymentListQuery.safeParse(req.query);
+    if (!q.success) return badRequest(reply, q.error);
+    return send(reply, gateway.listPayments(apiKey, q.data.reference));
+  });
+
+  app.get('/v1/refunds', async (req, reply) => {
+    const apiKey = authenticated(req, reply);
+    if (apiKey === null) return reply;
+    const q = RefundListQuery.safeParse(req.query);
+    if (!q.success) return badRequest(reply, q.error);
+    return send(reply, gateway.listRefunds(apiKey, q.data));
   });
 
   app.get('/v1/payments/:id', async (req, reply) => {

@@ -7,12 +7,16 @@ import type {
   ThreeDsError,
   ThreeDsErrorCode,
   ThreeDsGatewayAdapter,
+  ThreeDsPayment,
+  ThreeDsPaymentLookup,
   ThreeDsPaymentRequest,
   ThreeDsPaymentResult,
+  ThreeDsRefundLookup,
   ThreeDsRefundRequest,
   ThreeDsRefundResult,
+  ThreeDsWireStatus,
 } from './types.ts';
-import { WireError, WirePayment, WireRefund, buildPaymentBody, fromWirePayment } from './wire.ts';
+import { WireError, WireList, WirePayment, WireRefund, buildPaymentBody, fromWirePayment } from './wire.ts';
 import { exchangeJson } from '../http-json.ts';
 
 /**
@@ -60,6 +64,36 @@ function answerError(status: number, json: unknown): ThreeDsError {
   return failure('bad_response', `The gateway answered HTTP ${status}.`, { httpStatus: status, safeToRetry: true });
 }
 
+/**
+ * When a reference matches more than one payment (created without our Idempotency-Key, or by hand),
+ * the one that moved money speaks for the attempt: succeeded, then under review, then waiting for
+ * authentication; among equals the newest.
+ */
+const LOOKUP_PRIORITY: Readonly<Record<ThreeDsWireStatus, number>> = { succeeded: 0, processing: 1, requires_action: 2, canceled: 3, declined: 4 };
+
+export function pickByReference(payments: ThreeDsPayment[]): ThreeDsPayment | null {
+  return [...payments].sort((a, b) => LOOKUP_PRIORITY[a.status] - LOOKUP_PRIORITY[b.status] || b.created - a.created)[0] ?? null;
+}
+
+function outcomeOf(payment: ThreeDsPayment): ThreeDsPaymentResult {
+  if (payment.message) payment.message = scrubPan(payment.message);
+  return paymentOutcome(payment);
+}
+
+const REFUND_PRIORITY: Readonly<Record<WireRefund['status'], number>> = { succeeded: 0, pending: 1, failed: 2 };
+
+function refundResult(w: WireRefund): ThreeDsRefundResult {
+  const base = { refundId: w.id, paymentId: w.payment_id };
+  switch (w.status) {
+    case 'succeeded':
+      return { kind: 'refunded', ...base, amount: w.amount, currency: w.currency.toUpperCase() };
+    case 'pending':
+      return { kind: 'refund_pending', ...base, amount: w.amount, currency: w.currency.toUpperCase() };
+    case 'failed':
+      return { kind: 'refund_failed', ...base, message: scrubPan(w.message ?? 'The refund failed.') };
+  }
+}
+
 export class ThreeDsAdapter implements ThreeDsGatewayAdapter {
   readonly kind = 'threeds' as const;
   private readonly timeoutMs: number;
@@ -84,22 +118,33 @@ export class ThreeDsAdapter implements ThreeDsGatewayAdapter {
   async refund(account: GatewayAccount, req: ThreeDsRefundRequest): Promise<ThreeDsRefundResult> {
     if (req.amount !== undefined && (!Number.isSafeInteger(req.amount) || req.amount <= 0))
       throw new RangeError(`refund amount must be a positive integer in minor units, got ${req.amount}`);
-    const body: Record<string, unknown> = { payment_id: req.paymentId };
+    // The reference lets the refund be found again by our attempt id if this answer is lost.
+    const body: Record<string, unknown> = { payment_id: req.paymentId, reference: req.attemptId };
     if (req.amount !== undefined) body.amount = req.amount;
     const r = await this.exchange(account, 'POST', '/v1/refunds', body, req.attemptId);
     if (!r.ok) return r.error;
     const parsed = WireRefund.safeParse(r.json);
     if (!parsed.success) return failure('bad_response', 'The gateway answered with an unrecognised refund.', { httpStatus: r.status, safeToRetry: true });
-    const w = parsed.data;
-    const base = { refundId: w.id, paymentId: w.payment_id };
-    switch (w.status) {
-      case 'succeeded':
-        return { kind: 'refunded', ...base, amount: w.amount, currency: w.currency.toUpperCase() };
-      case 'pending':
-        return { kind: 'refund_pending', ...base, amount: w.amount, currency: w.currency.toUpperCase() };
-      case 'failed':
-        return { kind: 'refund_failed', ...base, message: scrubPan(w.message ?? 'The refund failed.') };
-    }
+    return refundResult(parsed.data);
+  }
+
+  async findPaymentByReference(account: GatewayAccount, reference: string): Promise<ThreeDsPaymentLookup> {
+    const r = await this.exchange(account, 'GET', `/v1/payments?${new URLSearchParams({ reference })}`, null, null);
+    if (!r.ok) return r.error;
+    const items = this.readList(r, WirePayment, 'payment');
+    if (!Array.isArray(items)) return items;
+    // Only exact matches count: a gateway that matched loosely must not hand us another attempt's payment.
+    const payment = pickByReference(items.map(fromWirePayment).filter((p) => p.reference === reference));
+    return payment ? outcomeOf(payment) : { kind: 'not_found' };
+  }
+
+  async findRefundByReference(account: GatewayAccount, reference: string): Promise<ThreeDsRefundLookup> {
+    const r = await this.exchange(account, 'GET', `/v1/refunds?${new URLSearchParams({ reference })}`, null, null);
+    if (!r.ok) return r.error;
+    const items = this.readList(r, WireRefund, 'refund');
+    if (!Array.isArray(items)) return items;
+    const refund = items.filter((w) => w.reference === reference).sort((a, b) => REFUND_PRIORITY[a.status] - REFUND_PRIORITY[b.status])[0];
+    return refund ? refundResult(refund) : { kind: 'not_found' };
   }
 
   async cancel(account: GatewayAccount, req: ThreeDsCancelRequest): Promise<ThreeDsCancelResult> {
@@ -116,9 +161,21 @@ export class ThreeDsAdapter implements ThreeDsGatewayAdapter {
   private readPayment(r: { status: number; json: unknown }): ThreeDsPaymentResult {
     const parsed = WirePayment.safeParse(r.json);
     if (!parsed.success) return failure('bad_response', 'The gateway answered with an unrecognised payment.', { httpStatus: r.status, safeToRetry: true });
-    const payment = fromWirePayment(parsed.data);
-    if (payment.message) payment.message = scrubPan(payment.message);
-    return paymentOutcome(payment);
+    return outcomeOf(fromWirePayment(parsed.data));
+  }
+
+  /** A list answer's items, each read with `item`; one unreadable item makes the whole answer unreadable. */
+  private readList<T extends typeof WirePayment | typeof WireRefund>(r: { status: number; json: unknown }, item: T, what: string): ReturnType<T['parse']>[] | ThreeDsError {
+    const list = WireList.safeParse(r.json);
+    const bad = () => failure('bad_response', `The gateway answered with an unrecognised ${what} list.`, { httpStatus: r.status, safeToRetry: true });
+    if (!list.success) return bad();
+    const out: ReturnType<T['parse']>[] = [];
+    for (const raw of list.data.data) {
+      const parsed = item.safeParse(raw);
+      if (!parsed.success) return bad();
+      out.push(parsed.data as ReturnType<T['parse']>);
+    }
+    return out;
   }
 
   /** Never throws for transport trouble; the body (card data) never leaves this function except on the wire. */

@@ -107,11 +107,19 @@ export type ThreeDsRefundResult =
 
 export type ThreeDsCancelResult = { kind: 'canceled'; paymentId: string; payment: ThreeDsPayment } | ThreeDsError;
 
+/**
+ * A payment or refund looked up by our reference (the attempt id sent when it was created), after the
+ * answer to the create was lost. `not_found`: the gateway has none with that reference — the create
+ * never reached it, or was refused before anything was created; no money moved.
+ */
+export type ThreeDsPaymentLookup = ThreeDsPaymentResult | { kind: 'not_found' };
+export type ThreeDsRefundLookup = ThreeDsRefundResult | { kind: 'not_found' };
+
 export interface ThreeDsRefundRequest {
   paymentId: string;
   /** Minor units; omitted refunds what is left of the payment. */
   amount?: number;
-  /** Our refund attempt id, sent as the Idempotency-Key. */
+  /** Our refund attempt id, sent as the Idempotency-Key and as the refund's `reference`. */
   attemptId: string;
 }
 
@@ -129,6 +137,10 @@ export interface ThreeDsGatewayAdapter {
   refund(account: GatewayAccount, req: ThreeDsRefundRequest): Promise<ThreeDsRefundResult>;
   /** Voids a payment that has not settled, or one still waiting for authentication or review. */
   cancel(account: GatewayAccount, req: ThreeDsCancelRequest): Promise<ThreeDsCancelResult>;
+  /** The payment created with `reference` = our attempt id (`GET /v1/payments?reference=…`), as `retrievePayment` reads it. */
+  findPaymentByReference(account: GatewayAccount, reference: string): Promise<ThreeDsPaymentLookup>;
+  /** The refund created with `reference` = our refund attempt id (`GET /v1/refunds?reference=…`). */
+  findRefundByReference(account: GatewayAccount, reference: string): Promise<ThreeDsRefundLookup>;
 }
 
 /** A key with the `sk_test_` prefix is a test-mode key (spec §2.8). */

@@ -32,12 +32,17 @@ export type WirePayment = z.infer<typeof WirePayment>;
 export const WireRefund = z.object({
   id: z.string().min(1),
   payment_id: z.string().min(1),
+  reference: nullableString,
   amount: z.number().int().nonnegative(),
   currency: z.string().min(1),
   status: z.enum(['succeeded', 'pending', 'failed']),
   message: nullableString,
 });
 export type WireRefund = z.infer<typeof WireRefund>;
+
+/** `GET /v1/payments?reference=…` and `GET /v1/refunds?reference=…`: `{ object: "list", data: [...], has_more }`. */
+export const WireList = z.object({ data: z.array(z.unknown()), has_more: z.boolean().nullish() });
+export type WireList = z.infer<typeof WireList>;
 
 export const WireError = z.object({
   error: z.object({ type: z.string().nullish(), code: z.string().nullish(), message: z.string().nullish(), param: z.string().nullish() }),
