@@ -76,6 +76,21 @@ export async function releaseVolume(db: Executor, teamId: string, gatewayId: str
     .execute();
 }
 
+/** Approved sales of a gateway in [from, to): the ledger's reading of its volume (the cap is checked on gateway_volume). */
+export async function sumApprovedSales(db: Executor, teamId: string, gatewayId: string, from: Date, to: Date): Promise<number> {
+  const r = await db
+    .selectFrom('transactions')
+    .select(sql<number>`coalesce(sum(amount), 0)`.as('total'))
+    .where('team_id', '=', teamId)
+    .where('gateway_id', '=', gatewayId)
+    .where('status', '=', 'approved')
+    .where('type', '=', 'sale')
+    .where('created_at', '>=', from)
+    .where('created_at', '<', to)
+    .executeTakeFirstOrThrow();
+  return Number(r.total);
+}
+
 export async function volumeOf(db: Executor, teamId: string, gatewayId: string, month: string): Promise<number> {
   const r = await db.selectFrom('gateway_volume').select('amount').where('team_id', '=', teamId).where('gateway_id', '=', gatewayId).where('month', '=', month).executeTakeFirst();
   return r ? Number(r.amount) : 0;

@@ -159,11 +159,14 @@ export class GatewaysService {
     };
   }
 
-  /**
-   * Month-to-date volume (UTC) of a gateway: approved sales plus what open attempts have reserved;
-   * refunds are not subtracted.
-   */
+  /** Approved sales through the gateway since the first instant of the current UTC month; refunds are not subtracted. */
   monthToDateVolume(db: Executor, teamId: string, gatewayId: string, now: Date = new Date()): Promise<number> {
+    const { from, to } = utcMonth(now);
+    return repo.sumApprovedSales(db, teamId, gatewayId, from, to);
+  }
+
+  /** What the cap is checked against: approved sales plus what open attempts have reserved this UTC month. */
+  reservedVolume(db: Executor, teamId: string, gatewayId: string, now: Date = new Date()): Promise<number> {
     return repo.volumeOf(db, teamId, gatewayId, volumeMonth(now));
   }
 
