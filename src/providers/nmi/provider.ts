@@ -61,6 +61,13 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
       return reversalOutcome(await adapter.void(account, { transactionId: req.chargeRef, attemptId: req.attemptId }));
     },
     async findReversal(account, req) {
+      if (req.type === 'void') {
+        // A void is an action on the sale itself (it carries no order id of its own).
+        const r = await adapter.query(account, { transactionId: req.chargeRef });
+        if (r.kind === 'error') return { kind: 'unknown', providerRef: null, code: 'query_failed', text: r.message };
+        const sale = r.kind === 'found' ? r.transactions.find((t) => t.transactionId === req.chargeRef) : undefined;
+        return sale?.voided ? { kind: 'approved', providerRef: sale.transactionId, code: '100', text: 'Voided' } : { kind: 'not_found' };
+      }
       const t = await find(account, req.attemptId, req.type);
       if (!('status' in t)) return t;
       return t.status === 'approved'
