@@ -452,6 +452,102 @@ describe('extpay adapter against the sandbox: memberships, refunds, disputes, up
   });
 });
 
+describe('extpay lookups by attempt id (crash recovery)', () => {
+  /** A company with a member who saved a card at checkout: what an upsell charge needs. */
+  async function savedCard(conn: Company, card: string = EXTPAY_CARDS.paid, email = 'ada@example.com') {
+    const first = expectKind(await extpayAdapter.retrievePayment(conn, await buy(await checkout(conn), card, { setupFutureUsage: true, email })), 'approved').payment;
+    const methods = await extpayAdapter.listPaymentMethods(conn, first.memberId!);
+    if (methods.kind !== 'list') throw new Error(JSON.stringify(methods));
+    return { first, memberId: first.memberId!, paymentMethodId: methods.methods[0]!.id };
+  }
+  const aMinuteBefore = (iso: string) => new Date(Date.parse(iso) - 60_000).toISOString();
+
+  it('finds a saved-method charge by our attempt id (its plan’s internal notes), as it is now; not_found for an attempt never sent', async () => {
+    const conn = await company('sandbox', { charge_settle_ms: 30 });
+    const { memberId, paymentMethodId } = await savedCard(conn);
+    const startedAt = new Date().toISOString();
+    const attemptId = `att_ups_${++seq}`;
+    const pending = expectKind(await extpayAdapter.chargeSavedPaymentMethod(conn, { memberId, paymentMethodId, currency: 'USD', amount: 1999, title: 'Upsell', idempotencyKey: attemptId }), 'pending');
+    await delivered(conn, 'payment.succeeded', pending.paymentId);
+    const q = { attemptId, memberId, createdAfter: aMinuteBefore(startedAt) };
+    const found = await extpayAdapter.findPaymentByAttempt(conn, q);
+    expect(found).toMatchObject({ kind: 'found', payment: { id: pending.paymentId, amount: 1999, memberId, status: 'paid' }, outcome: { kind: 'approved', paymentId: pending.paymentId }, duplicates: [] });
+    // Without the member or the time bound it is found all the same, just by reading more.
+    expect(await extpayAdapter.findPaymentByAttempt(conn, { attemptId })).toMatchObject({ kind: 'found', payment: { id: pending.paymentId } });
+
+    expect(await extpayAdapter.findPaymentByAttempt(conn, { ...q, attemptId: 'att_never_sent' })).toEqual({ kind: 'not_found' });
+    expect(await extpayAdapter.findPaymentByAttempt(conn, { ...q, memberId: 'mber_someone_else' })).toEqual({ kind: 'not_found' });
+    expect(await extpayAdapter.findPaymentByAttempt(conn, { ...q, createdAfter: new Date(Date.now() + 60_000).toISOString() })).toEqual({ kind: 'not_found' });
+    expect(await extpayAdapter.findPaymentByAttempt(await company(), { attemptId })).toEqual({ kind: 'not_found' });
+
+    // On the wire: the charge's own plan carries the mark, out of customers' sight.
+    const plan = await fetch(`${conn.baseUrl}/plans/${found.kind === 'found' ? found.payment.planId : ''}`, { headers: { authorization: `Bearer ${conn.apiKey}` } });
+    expect(await plan.json()).toMatchObject({ internal_notes: `checkstand:attempt_id=${attemptId}`, visibility: 'hidden' });
+  });
+
+  it('finds a declined charge as declined, and a checkout’s payment by the attempt id in its metadata', async () => {
+    const conn = await company();
+    const { memberId, paymentMethodId } = await savedCard(conn, EXTPAY_CARDS.offSessionDecline);
+    const attemptId = `att_dec_${++seq}`;
+    expect(await extpayAdapter.chargeSavedPaymentMethod(conn, { memberId, paymentMethodId, currency: 'USD', amount: 500, idempotencyKey: attemptId })).toMatchObject({ kind: 'declined' });
+    expect(await extpayAdapter.findPaymentByAttempt(conn, { attemptId, memberId })).toMatchObject({ kind: 'found', payment: { status: 'open', amount: 500 }, outcome: { kind: 'declined', code: 'failed' } });
+
+    const co = await checkout(conn, ONE_TIME, { metadata: { order_number: 'ord_meta', attempt_id: 'att_checkout_1' } });
+    const paymentId = await buy(co, EXTPAY_CARDS.paid, { email: 'grace@example.com' });
+    expect(await extpayAdapter.findPaymentByAttempt(conn, { attemptId: 'att_checkout_1' })).toMatchObject({ kind: 'found', payment: { id: paymentId, metadata: { attempt_id: 'att_checkout_1' } }, outcome: { kind: 'approved' } });
+  });
+
+  it('replays a charge with the same Idempotency-Key without a second charge, so the lookup finds exactly one', async () => {
+    const conn = await company();
+    const { memberId, paymentMethodId } = await savedCard(conn);
+    const charge = { memberId, paymentMethodId, currency: 'USD', amount: 2500, title: 'Upsell', idempotencyKey: `att_replay_${++seq}` };
+    const a = await extpayAdapter.chargeSavedPaymentMethod(conn, charge);
+    const b = await extpayAdapter.chargeSavedPaymentMethod(conn, charge);
+    expect(a.kind).not.toBe('error');
+    expect(b).toEqual(a);
+    const charges = (await ledger(conn)).payments.filter((p: { billing_reason: string; total: number }) => p.total === 25);
+    expect(charges).toHaveLength(1);
+    expect(await extpayAdapter.findPaymentByAttempt(conn, { attemptId: charge.idempotencyKey, memberId })).toMatchObject({ kind: 'found', duplicates: [] });
+  });
+
+  it('finds a refund by the time its attempt began, and a replayed refund request makes no second refund', async () => {
+    const conn = await company('sandbox', { refunds: 'manual' });
+    const paymentId = await buy(await checkout(conn, { planType: 'one_time', initialPrice: 5000 }));
+    const startedAt = aMinuteBefore(new Date().toISOString());
+    expect(await extpayAdapter.findRefundByAttempt(conn, { paymentId, createdAfter: startedAt })).toEqual({ kind: 'not_found' });
+    const req = { paymentId, amount: 2000, idempotencyKey: `rf_att_${++seq}` };
+    const first = await extpayAdapter.refundPayment(conn, req);
+    expect(first).toMatchObject({ kind: 'refund_requested', requestedAmount: 2000 });
+    expect(await extpayAdapter.refundPayment(conn, req)).toEqual(first);
+    expect((await ledger(conn)).refunds).toHaveLength(1);
+
+    const found = await extpayAdapter.findRefundByAttempt(conn, { paymentId, createdAfter: startedAt });
+    expect(found).toMatchObject({ kind: 'found', refund: { id: expect.stringMatching(/^rfnd_/), status: 'pending', amount: 2000, currency: 'USD', paymentId }, later: [] });
+    // A refund created before the attempt began is not ours.
+    expect(await extpayAdapter.findRefundByAttempt(conn, { paymentId, createdAfter: new Date(Date.now() + 60_000).toISOString() })).toEqual({ kind: 'not_found' });
+    const second = await extpayAdapter.refundPayment(conn, { paymentId, amount: 1000, idempotencyKey: `rf_att_${++seq}` });
+    expect(second.kind).toBe('refund_requested');
+    const both = await extpayAdapter.findRefundByAttempt(conn, { paymentId, createdAfter: startedAt });
+    expect(both).toMatchObject({ kind: 'found', refund: { amount: 2000 }, later: [{ amount: 1000 }] });
+
+    const wire = await fetch(`${conn.baseUrl}/refunds?payment_id=${paymentId}&first=1`, { headers: { authorization: `Bearer ${conn.apiKey}` } });
+    expect(wire.status).toBe(200);
+    expect(await wire.json()).toMatchObject({ data: [{ amount: 10, status: 'pending', payment: { id: paymentId } }], page_info: { has_next_page: true } });
+    expect(await extpayAdapter.findRefundByAttempt(conn, { paymentId: 'pay_nope', createdAfter: startedAt })).toMatchObject({ kind: 'error', code: 'not_found' });
+    expect((await fetch(`${conn.baseUrl}/refunds`, { headers: { authorization: `Bearer ${conn.apiKey}` } })).status).toBe(400);
+  });
+
+  it('filters the payment list by created_after, and refuses an unreadable one', async () => {
+    const conn = await company();
+    await buy(await checkout(conn));
+    const auth = { authorization: `Bearer ${conn.apiKey}` };
+    const list = async (createdAfter: string) => (await (await fetch(`${conn.baseUrl}/payments?company_id=${conn.companyId}&created_after=${encodeURIComponent(createdAfter)}`, { headers: auth })).json()).data;
+    expect(await list(new Date(Date.now() - 60_000).toISOString())).toHaveLength(1);
+    expect(await list(String(Math.floor(Date.now() / 1000) + 60))).toHaveLength(0);
+    expect((await fetch(`${conn.baseUrl}/payments?company_id=${conn.companyId}&created_after=yesterday`, { headers: auth })).status).toBe(400);
+  });
+});
+
 describe('extpay adapter against the sandbox: environments, keys, signatures, delivery', () => {
   it('keeps sandbox and production apart: a key or company id of one fails on the other', async () => {
     const sb = await company('sandbox');

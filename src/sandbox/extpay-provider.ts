@@ -131,6 +131,8 @@ interface Plan {
   billingPeriodDays: number | null;
   trialPeriodDays: number | null;
   visibility: string;
+  /** Whop's private notes on a plan (Checkstand marks a saved-method charge's plan with its attempt id). */
+  internalNotes: string | null;
   createdAt: string;
 }
 
@@ -303,6 +305,14 @@ function canonical(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+/** A `created_after`-style parameter: ISO 8601 or Unix seconds → epoch ms; null when absent. */
+function parseTimeParam(v: unknown): number | null | 'invalid' {
+  if (v === undefined || v === null || v === '') return null;
+  if (typeof v !== 'string') return 'invalid';
+  const ms = /^\d{1,12}$/.test(v) ? Number(v) * 1000 : Date.parse(v);
+  return Number.isFinite(ms) ? ms : 'invalid';
+}
+
 function zodAnswer(err: z.ZodError): Answer {
   // Messages name fields, never echo values.
   const first = err.issues[0];
@@ -327,6 +337,7 @@ const PlanInput = z
     expiration_days: z.number().int().min(1).optional(),
     title: z.string().max(200).optional(),
     description: z.string().max(2000).optional(),
+    internal_notes: z.string().max(2000).optional(),
     visibility: z.enum(['visible', 'hidden', 'archived', 'quick_link']).optional(),
     product_id: z.string().min(1).max(100).optional(),
     product: z.object({ external_identifier: z.string().min(1).max(200), title: z.string().min(1).max(200) }).optional(),
@@ -575,6 +586,7 @@ export class ExtpaySandboxProvider {
       billingPeriodDays: planType === 'renewal' ? (p.billing_period ?? null) : null,
       trialPeriodDays: planType === 'renewal' && p.trial_period_days ? p.trial_period_days : null,
       visibility: p.visibility ?? 'visible',
+      internalNotes: p.internal_notes ?? null,
       createdAt: nowIso(),
     };
     st.plans.set(plan.id, plan);
@@ -658,9 +670,12 @@ export class ExtpaySandboxProvider {
     if (!Number.isInteger(first) || first < 1 || first > 100) return invalid('parameter_invalid', 'first: must be an integer from 1 to 100');
     const planIds = new Set(many(query.plan_ids, query['plan_ids[]']));
     const statuses = new Set(many(query.statuses, query['statuses[]']));
+    const createdAfter = parseTimeParam(one(query.created_after));
+    if (createdAfter === 'invalid') return invalid('parameter_invalid', 'created_after: must be an ISO 8601 date-time or Unix seconds');
     let rows = [...this.envs[caller.env].payments.values()].filter((p) => p.companyId === caller.company.id).reverse();
     if (planIds.size > 0) rows = rows.filter((p) => planIds.has(p.planId));
     if (statuses.size > 0) rows = rows.filter((p) => statuses.has(p.status));
+    if (createdAfter !== null) rows = rows.filter((p) => Date.parse(p.createdAt) >= createdAfter);
     const after = one(query.after);
     if (typeof after === 'string' && after !== '') {
       const i = rows.findIndex((p) => p.id === after);
@@ -783,6 +798,41 @@ export class ExtpaySandboxProvider {
     this.move(p, 'void');
     p.substatus = 'canceled';
     return { status: 200, body: this.paymentView(caller.env, p) };
+  }
+
+  /**
+   * `GET /refunds?payment_id=…`: the payment's refunds (pending, settled or failed), newest first,
+   * `created_after` (ISO 8601 or Unix seconds) and cursor pages (`first`, `after`) as for payments.
+   */
+  listRefunds(caller: Caller, query: Record<string, unknown>): Answer {
+    const one = (v: unknown) => (Array.isArray(v) ? v[0] : v);
+    const denied = this.permitted(caller, NEEDS.readPayment);
+    if (denied) return denied;
+    const paymentId = one(query.payment_id);
+    if (typeof paymentId !== 'string' || paymentId === '') return invalid('parameter_missing', 'payment_id: required');
+    const st = this.envs[caller.env];
+    const p = st.payments.get(paymentId);
+    if (!p || p.companyId !== caller.company.id) return notFound('payment', paymentId);
+    const firstRaw = one(query.first);
+    const first = firstRaw === undefined ? 10 : Number(firstRaw);
+    if (!Number.isInteger(first) || first < 1 || first > 100) return invalid('parameter_invalid', 'first: must be an integer from 1 to 100');
+    const createdAfter = parseTimeParam(one(query.created_after));
+    if (createdAfter === 'invalid') return invalid('parameter_invalid', 'created_after: must be an ISO 8601 date-time or Unix seconds');
+    let rows = [...st.refunds.values()].filter((r) => r.paymentId === p.id).reverse();
+    if (createdAfter !== null) rows = rows.filter((r) => Date.parse(r.createdAt) >= createdAfter);
+    const after = one(query.after);
+    if (typeof after === 'string' && after !== '') {
+      const i = rows.findIndex((r) => r.id === after);
+      rows = i >= 0 ? rows.slice(i + 1) : [];
+    }
+    const page = rows.slice(0, first);
+    return {
+      status: 200,
+      body: {
+        data: page.map((r) => this.refundView(caller.env, r)),
+        page_info: { start_cursor: page[0]?.id ?? null, end_cursor: page.at(-1)?.id ?? null, has_next_page: rows.length > first, has_previous_page: false },
+      },
+    };
   }
 
   retrieveRefund(caller: Caller, id: string): Answer {
@@ -1314,6 +1364,7 @@ export class ExtpaySandboxProvider {
       renewal_price: toDecimal(p.renewalPrice, p.currency),
       trial_period_days: p.trialPeriodDays,
       title: p.title,
+      internal_notes: p.internalNotes,
     };
   }
 

@@ -196,6 +196,7 @@ export const extpaySandbox: FastifyPluginAsync<ExtpaySandboxOptions> = async (ap
   app.get('/:env/api/v1/payments/:id', api((c, req) => provider.retrievePayment(c, id(req))));
   app.post('/:env/api/v1/payments/:id/refund', api((c, req) => post(c, req, `/payments/${id(req)}/refund`, () => provider.refundPayment(c, id(req), req.body))));
   app.post('/:env/api/v1/payments/:id/void', api((c, req) => post(c, req, `/payments/${id(req)}/void`, () => provider.voidPayment(c, id(req)))));
+  app.get('/:env/api/v1/refunds', api((c, req) => provider.listRefunds(c, req.query as Record<string, unknown>)));
   app.get('/:env/api/v1/refunds/:id', api((c, req) => provider.retrieveRefund(c, id(req))));
   app.get('/:env/api/v1/disputes/:id', api((c, req) => provider.retrieveDispute(c, id(req))));
   app.get('/:env/api/v1/payment_methods', api((c, req) => provider.listPaymentMethods(c, req.query as Record<string, unknown>)));

@@ -9,7 +9,13 @@ import type {
   ExtpayConnectionTest,
   ExtpayError,
   ExtpayErrorCode,
+  ExtpayFindPaymentQuery,
+  ExtpayFindRefundQuery,
   ExtpayListPaymentsQuery,
+  ExtpayPayment,
+  ExtpayPaymentLookup,
+  ExtpayRefund,
+  ExtpayRefundAttemptLookup,
   ExtpayMembershipResult,
   ExtpayPaymentList,
   ExtpayPaymentMethodsResult,
@@ -27,7 +33,9 @@ import {
   WireMembership,
   WirePayment,
   WirePaymentMethod,
+  WirePlanNotes,
   WireRefund,
+  attemptIdOfNote,
   buildChargeBody,
   buildCheckoutBody,
   fromWireCheckout,
@@ -91,6 +99,19 @@ function requireConnection(conn: ExtpayConnection): void {
 
 const seg = (id: string) => encodeURIComponent(id);
 
+/** How far `findPaymentByAttempt` reads: pages of 100 payments, and plans read back for their notes. */
+export const FIND_PAYMENT_MAX_PAGES = 10;
+export const FIND_PAYMENT_MAX_PLAN_READS = 25;
+
+/** Among payments of one attempt, the one that moved money answers: paid, then held, then the rest; oldest first among equals. */
+const LOOKUP_RANK: Readonly<Record<string, number>> = { paid: 0, pending: 1 };
+
+const RENEWAL_REASONS: ReadonlySet<string> = new Set(['subscription_cycle', 'subscription_update', 'subscription']);
+
+function byCreated(a: { createdAt: string | null }, b: { createdAt: string | null }): number {
+  return Date.parse(a.createdAt ?? '') - Date.parse(b.createdAt ?? '') || 0;
+}
+
 export class ExtpayAdapter implements ExtpayProviderAdapter {
   readonly kind = 'extpay' as const;
   private readonly timeoutMs: number;
@@ -145,6 +166,7 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
     requireConnection(conn);
     const q = new URLSearchParams({ company_id: conn.companyId, first: String(Math.min(100, Math.max(1, query.first ?? 25))) });
     if (query.after) q.set('after', query.after);
+    if (query.createdAfter) q.set('created_after', query.createdAfter);
     for (const id of query.planIds ?? []) q.append('plan_ids[]', id);
     for (const s of query.statuses ?? []) q.append('statuses[]', s);
     const r = await this.exchange(conn, 'GET', `/payments?${q}`, null, null);
@@ -200,6 +222,84 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
     const parsed = WirePayment.safeParse(r.json);
     if (!parsed.success) return badShape('payment', r.status);
     return { kind: 'refund_requested', paymentId: parsed.data.id, requestedAmount: req.amount ?? null, payment: fromWirePayment(parsed.data) };
+  }
+
+  /**
+   * The payment one of our attempts created, found without its id. Reads the company's payments since
+   * `createdAfter` (newest first, Whop's `created_after`), keeps the member's when `memberId` is given,
+   * and matches our attempt id in the payment's `metadata.attempt_id` (payments of our checkouts, which
+   * copy the checkout's metadata) or in its plan's `internal_notes` (saved-method charges, whose plan
+   * is made for that charge alone: `attemptNote`). Reads only; safe to repeat.
+   */
+  async findPaymentByAttempt(conn: ExtpayConnection, query: ExtpayFindPaymentQuery): Promise<ExtpayPaymentLookup> {
+    requireConnection(conn);
+    const matches: ExtpayPayment[] = [];
+    const unmarked: ExtpayPayment[] = [];
+    let after: string | null = null;
+    for (let page = 0; ; page++) {
+      if (page === FIND_PAYMENT_MAX_PAGES)
+        return { kind: 'inconclusive', message: `More than ${FIND_PAYMENT_MAX_PAGES * 100} payments to look through; give the member or an earlier createdAfter bound.` };
+      const list = await this.listPayments(conn, { first: 100, after, createdAfter: query.createdAfter ?? null });
+      if (list.kind === 'error') return list;
+      for (const p of list.payments) {
+        if (query.memberId && p.memberId !== query.memberId) continue;
+        // Renewals copy the membership's metadata (the first attempt's id) but no attempt of ours made them.
+        if (RENEWAL_REASONS.has(p.billingReason ?? '')) continue;
+        const marked = p.metadata.attempt_id;
+        if (marked === query.attemptId) matches.push(p);
+        // A checkout's payment names its own attempt; only a payment without one may be a saved-method charge.
+        else if (marked === undefined && p.planId) unmarked.push(p);
+      }
+      if (!list.hasNextPage || !list.endCursor) break;
+      after = list.endCursor;
+    }
+    if (unmarked.length > FIND_PAYMENT_MAX_PLAN_READS)
+      return { kind: 'inconclusive', message: `${unmarked.length} payments could be the charge; give the member or a later createdAfter bound.` };
+    for (const p of unmarked) {
+      const r = await this.exchange(conn, 'GET', `/plans/${seg(p.planId!)}`, null, null);
+      if (!r.ok) return r.error;
+      const plan = WirePlanNotes.safeParse(r.json);
+      if (!plan.success) return badShape('plan', r.status);
+      if (attemptIdOfNote(plan.data.internal_notes) === query.attemptId) matches.push(p);
+    }
+    if (matches.length === 0) return { kind: 'not_found' };
+    for (const p of matches) if (p.failureMessage) p.failureMessage = scrubPan(p.failureMessage);
+    const [payment, ...duplicates] = matches.sort((a, b) => (LOOKUP_RANK[a.status ?? ''] ?? 2) - (LOOKUP_RANK[b.status ?? ''] ?? 2) || byCreated(a, b));
+    return { kind: 'found', payment: payment!, outcome: paymentOutcome(payment!), duplicates };
+  }
+
+  /**
+   * The refund a refund attempt requested, found without its id: Whop answers a refund request with
+   * the payment, and a refund carries neither metadata nor our Idempotency-Key. Lists the payment's
+   * refunds created since the attempt began (`GET /refunds?payment_id=…&created_after=…`); the
+   * earliest is ours, since a payment has at most one refund attempt open at a time.
+   */
+  async findRefundByAttempt(conn: ExtpayConnection, query: ExtpayFindRefundQuery): Promise<ExtpayRefundAttemptLookup> {
+    requireConnection(conn);
+    const refunds: ExtpayRefund[] = [];
+    let after: string | null = null;
+    for (let page = 0; page < FIND_PAYMENT_MAX_PAGES; page++) {
+      const q = new URLSearchParams({ payment_id: query.paymentId, created_after: query.createdAfter, first: '100' });
+      if (after) q.set('after', after);
+      const r = await this.exchange(conn, 'GET', `/refunds?${q}`, null, null);
+      if (!r.ok) return r.error;
+      const parsed = wireList(WireRefund).safeParse(r.json);
+      if (!parsed.success) return badShape('refund list', r.status);
+      for (const w of parsed.data.data) {
+        const refund = fromWireRefund(w);
+        if (!refund) return badShape('refund', r.status);
+        // A provider that ignored either filter must not hand us another payment's or an older refund.
+        if (refund.paymentId !== null && refund.paymentId !== query.paymentId) continue;
+        if (refund.createdAt && Date.parse(refund.createdAt) < Date.parse(query.createdAfter)) continue;
+        refunds.push(refund);
+      }
+      const info = parsed.data.page_info;
+      if (!info?.has_next_page || !info.end_cursor) break;
+      after = info.end_cursor;
+    }
+    if (refunds.length === 0) return { kind: 'not_found' };
+    const [refund, ...later] = refunds.sort(byCreated);
+    return { kind: 'found', refund: refund!, later };
   }
 
   async voidPayment(conn: ExtpayConnection, req: { paymentId: string; idempotencyKey?: string | null }): Promise<ExtpayVoidResult> {

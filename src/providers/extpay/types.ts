@@ -196,6 +196,8 @@ export interface ExtpayListPaymentsQuery {
   /** Only payments of these plans: a checkout's plan is unique to it, so this finds an order's payments. */
   planIds?: string[];
   statuses?: ExtpayPaymentStatus[];
+  /** ISO 8601: only payments created at or after this (Whop's `created_after`). */
+  createdAfter?: string | null;
   /** Page size, 1–100 (default 25). */
   first?: number;
   /** `endCursor` of the previous page. */
@@ -216,7 +218,54 @@ export interface ExtpayChargeRequest {
    * the upsell by the id this call answers with (the webhook carries the same id).
    */
   idempotencyKey?: string | null;
+  /**
+   * Our attempt id (default: `idempotencyKey`). Written into the inline plan's `internal_notes` (a plan
+   * made for this charge alone), so `findPaymentByAttempt` can find the payment if this answer is lost.
+   */
+  attemptId?: string | null;
 }
+
+/** What `findPaymentByAttempt` looks for: the payment one of our attempts created. */
+export interface ExtpayFindPaymentQuery {
+  attemptId: string;
+  /**
+   * The member the charge was for (an upsell's saved-method charge): only their payments are looked at.
+   * Whop's list has no member filter; the adapter filters the pages it reads.
+   */
+  memberId?: string | null;
+  /**
+   * ISO 8601: the attempt's creation less a margin for clock skew (a minute). Bounds the scan; without
+   * it every payment of the company is a candidate, up to the scan's limit.
+   */
+  createdAfter?: string | null;
+}
+
+/**
+ * `found`: the payment the attempt created (`metadata.attempt_id` from its checkout, or the inline
+ * plan's `internal_notes` of a saved-method charge) and its outcome as `retrievePayment` reads it;
+ * `duplicates` are further payments of the same attempt (there should be none: Idempotency-Key).
+ * `not_found`: none among the company's payments since `createdAfter` — no money moved.
+ * `inconclusive`: too many payments to look through; narrow with `memberId` / `createdAfter`.
+ */
+export type ExtpayPaymentLookup =
+  | { kind: 'found'; payment: ExtpayPayment; outcome: ExtpayPaymentResult; duplicates: ExtpayPayment[] }
+  | { kind: 'not_found' }
+  | { kind: 'inconclusive'; message: string }
+  | ExtpayError;
+
+/** What `findRefundByAttempt` looks for: the refund our refund attempt requested of `paymentId`. */
+export interface ExtpayFindRefundQuery {
+  paymentId: string;
+  /** ISO 8601: the refund attempt's creation less a margin for clock skew. Earlier refunds are not ours. */
+  createdAfter: string;
+}
+
+/**
+ * `found`: the first refund of the payment created since the attempt began (only one refund attempt
+ * of a payment may be open at a time, so it is ours); `later`: refunds created after it (other
+ * attempts, or the dashboard). `not_found`: the provider made no refund — nothing was refunded.
+ */
+export type ExtpayRefundAttemptLookup = { kind: 'found'; refund: ExtpayRefund; later: ExtpayRefund[] } | { kind: 'not_found' } | ExtpayError;
 
 export interface ExtpayPaymentMethod {
   /** `payt_…` on Whop. */
@@ -352,6 +401,10 @@ export interface ExtpayProviderAdapter {
   chargeSavedPaymentMethod(conn: ExtpayConnection, req: ExtpayChargeRequest): Promise<ExtpayPaymentResult>;
   listPaymentMethods(conn: ExtpayConnection, memberId: string): Promise<ExtpayPaymentMethodsResult>;
   refundPayment(conn: ExtpayConnection, req: ExtpayRefundRequest): Promise<ExtpayRefundResult>;
+  /** Crash recovery: the payment an attempt created, by our attempt id (see `ExtpayPaymentLookup`). */
+  findPaymentByAttempt(conn: ExtpayConnection, query: ExtpayFindPaymentQuery): Promise<ExtpayPaymentLookup>;
+  /** Crash recovery: the refund a refund attempt requested (`GET /refunds?payment_id=…&created_after=…`). */
+  findRefundByAttempt(conn: ExtpayConnection, query: ExtpayFindRefundQuery): Promise<ExtpayRefundAttemptLookup>;
   voidPayment(conn: ExtpayConnection, req: { paymentId: string; idempotencyKey?: string | null }): Promise<ExtpayVoidResult>;
   retrieveRefund(conn: ExtpayConnection, refundId: string): Promise<ExtpayRefundLookup>;
   retrieveDispute(conn: ExtpayConnection, disputeId: string): Promise<ExtpayDisputeLookup>;

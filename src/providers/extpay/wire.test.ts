@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExtpayConnection } from './types.ts';
-import { buildChargeBody, buildCheckoutBody, embedCheckout, fromWireAmount, readWireError, renewalPlanFor, toIsoTime, toWireAmount } from './wire.ts';
+import { attemptIdOfNote, attemptNote, buildChargeBody, buildCheckoutBody, embedCheckout, fromWireAmount, readWireError, renewalPlanFor, toIsoTime, toWireAmount } from './wire.ts';
 
 const conn: ExtpayConnection = { baseUrl: 'https://api.whop.com/api/v1', apiKey: 'k', companyId: 'biz_abc', environment: 'production' };
 
@@ -79,6 +79,22 @@ describe('extpay wire conversions', () => {
     });
     expect(() => buildChargeBody(conn, { memberId: '', paymentMethodId: 'payt_1', currency: 'USD', amount: 1 })).toThrow();
     expect(() => buildChargeBody(conn, { memberId: 'm', paymentMethodId: 'p', currency: 'USD', amount: 0 })).toThrow(RangeError);
+  });
+
+  it('marks a charge’s own inline plan with our attempt id (Idempotency-Key unless given apart), so it can be found again', () => {
+    const body = buildChargeBody(conn, { memberId: 'mber_1', paymentMethodId: 'payt_1', currency: 'USD', amount: 1999, idempotencyKey: 'att_7' });
+    expect(body.plan).toEqual({
+      currency: 'usd',
+      plan_type: 'one_time',
+      initial_price: 19.99,
+      visibility: 'hidden',
+      internal_notes: 'checkstand:attempt_id=att_7',
+      force_create_new_plan: true,
+    });
+    expect(body).not.toHaveProperty('metadata');
+    expect(buildChargeBody(conn, { memberId: 'm', paymentMethodId: 'p', currency: 'USD', amount: 1, idempotencyKey: 'k', attemptId: 'att_8' }).plan).toMatchObject({ internal_notes: 'checkstand:attempt_id=att_8' });
+    expect(attemptIdOfNote(attemptNote('att_9'))).toBe('att_9');
+    for (const other of [null, undefined, '', 'VIP customer', 'checkstand:attempt_id=', 'checkstand:attempt_id=a b']) expect(attemptIdOfNote(other), String(other)).toBeNull();
   });
 
   it('turns a cart into the one plan of its checkout (spec §4.1 rule 10)', () => {

@@ -175,6 +175,24 @@ export const WirePaymentMethod = z.object({
   created_at: time,
 });
 
+/** A plan read back for the `internal_notes` a saved-method charge wrote into it. */
+export const WirePlanNotes = z.object({ id: z.string().min(1), internal_notes: str });
+
+/**
+ * The mark a saved-method charge leaves on its own inline plan (Whop's `internal_notes`, not shown to
+ * customers): the one place on that payment our attempt id can live, since the create-payment body
+ * takes no metadata.
+ */
+export function attemptNote(attemptId: string): string {
+  return `checkstand:attempt_id=${attemptId}`;
+}
+
+/** The attempt id of an `attemptNote`, or null when the notes are something else. */
+export function attemptIdOfNote(notes: string | null | undefined): string | null {
+  const m = /^checkstand:attempt_id=(\S+)$/.exec(notes?.trim() ?? '');
+  return m ? m[1]! : null;
+}
+
 /** Whop's cursor pages: `{ data: [...], page_info: { end_cursor, has_next_page, … } }`. */
 export function wireList<T extends z.ZodTypeAny>(item: T) {
   return z.object({
@@ -319,7 +337,11 @@ function days(name: string, v: number, min: number): number {
 }
 
 /** The inline `plan` object Whop takes on checkout configurations and payments. */
-export function buildPlanBody(plan: ExtpayPlanInput, currency: string, extra: { companyId?: string; title?: string | null; product?: { externalIdentifier: string; title: string } | null }): Record<string, unknown> {
+export function buildPlanBody(
+  plan: ExtpayPlanInput,
+  currency: string,
+  extra: { companyId?: string; title?: string | null; product?: { externalIdentifier: string; title: string } | null; internalNotes?: string | null },
+): Record<string, unknown> {
   if (!/^[A-Za-z]{3}$/.test(currency)) throw new RangeError('currency must be a three-letter ISO 4217 code');
   const body: Record<string, unknown> = {};
   if (extra.companyId) body.company_id = extra.companyId;
@@ -335,6 +357,11 @@ export function buildPlanBody(plan: ExtpayPlanInput, currency: string, extra: { 
   body.visibility = 'hidden';
   if (extra.title) body.title = extra.title.slice(0, 100);
   if (extra.product) body.product = { external_identifier: extra.product.externalIdentifier, title: extra.product.title };
+  if (extra.internalNotes) {
+    body.internal_notes = extra.internalNotes;
+    // A plan Whop reused by its attributes would carry another attempt's notes.
+    body.force_create_new_plan = true;
+  }
   return body;
 }
 
@@ -348,14 +375,22 @@ export function buildCheckoutBody(conn: ExtpayConnection, req: ExtpayCheckoutReq
   return body;
 }
 
-/** The body of `POST /payments`: an off-session charge of a member's saved payment method (an upsell). */
+/**
+ * The body of `POST /payments`: an off-session charge of a member's saved payment method (an upsell),
+ * on an inline plan of its own whose `internal_notes` name our attempt (`attemptNote`).
+ */
 export function buildChargeBody(conn: ExtpayConnection, req: ExtpayChargeRequest): Record<string, unknown> {
   if (!req.memberId || !req.paymentMethodId) throw new Error('an extpay charge needs the member id and the saved payment method id');
+  const attemptId = req.attemptId ?? req.idempotencyKey ?? null;
   return {
     company_id: conn.companyId,
     member_id: req.memberId,
     payment_method_id: req.paymentMethodId,
-    plan: buildPlanBody({ planType: 'one_time', initialPrice: minor('amount', req.amount, false) }, req.currency, { title: req.title ?? null, product: req.product ?? null }),
+    plan: buildPlanBody({ planType: 'one_time', initialPrice: minor('amount', req.amount, false) }, req.currency, {
+      title: req.title ?? null,
+      product: req.product ?? null,
+      internalNotes: attemptId ? attemptNote(attemptId) : null,
+    }),
   };
 }
 
