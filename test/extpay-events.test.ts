@@ -433,7 +433,7 @@ describe('the stuck-payment watchdog (worker schedule)', () => {
     await buy(r.body.data.checkout.purchase_url, EXTPAY_CARDS.paid);
     await new Promise((res) => setTimeout(res, 300));
     expect((await order(n)).payment_status).toBe('pending_redirect');
-    const first = await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    const first = await app.ctx.services.checkout.reconcile.reconcilePendingPayments(0, 1000);
     expect(first.completed).toBeGreaterThanOrEqual(1);
     expect(await order(n)).toMatchObject({ status: 'completed', payment_status: 'completed' });
     expect(await count(n, 'order.completed')).toBe(1);
@@ -442,12 +442,12 @@ describe('the stuck-payment watchdog (worker schedule)', () => {
     expect(up.status, up.text).toBe(202);
     await new Promise((res) => setTimeout(res, 300));
     expect((await order(n)).lines).toHaveLength(1);
-    await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    await app.ctx.services.checkout.reconcile.reconcilePendingPayments(0, 1000);
     expect((await order(n)).lines).toHaveLength(2);
     expect(await count(n, 'order.upsell_added')).toBe(1);
     // Running it again changes nothing.
     expect((await order(n)).transactions.map((t: any) => t.status)).toEqual(['approved', 'approved']);
-    await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    await app.ctx.services.checkout.reconcile.reconcilePendingPayments(0, 1000);
     expect(await count(n, 'order.completed')).toBe(1);
     expect(await count(n, 'order.upsell_added')).toBe(1);
   });

@@ -265,7 +265,7 @@ describe('the 3-D Secure card gateway', () => {
     const failed = await order(f, card(THREEDS_CARDS.challenge));
     await authenticate(failed.body.data.redirect_url, 'fail');
     const waiting = await order(f, card(THREEDS_CARDS.challenge));
-    const tally = await app.ctx.services.orders.reconcilePendingPayments(0, 1000);
+    const tally = await app.ctx.services.checkout.reconcile.reconcilePendingPayments(0, 1000);
     expect(tally.completed).toBeGreaterThanOrEqual(1);
     expect(tally.declined).toBeGreaterThanOrEqual(1);
     const statusOf = async (on: string) => (await team.api.get(`/v1/orders/${on}`)).body.data;

@@ -3,7 +3,8 @@ import { CatalogService } from '../modules/catalog/service.ts';
 import { IdempotencyService } from '../modules/idempotency/service.ts';
 import { OrdersService } from '../modules/orders/service.ts';
 import { ConnectionsService } from '../modules/connections/service.ts';
-import { ExtpayEventsService } from '../modules/orders/extpay-events.ts';
+import { ExtpayEventsService } from '../modules/inbound/extpay-events.ts';
+import { createCheckout, type UseCases } from '../modules/checkout/service.ts';
 import { CustomersService } from '../modules/customers/service.ts';
 import { extpayAdapter } from '../providers/extpay/adapter.ts';
 import { EventsService } from '../modules/events/service.ts';
@@ -45,6 +46,8 @@ export interface AppContext {
     mail: MailService;
     connections: ConnectionsService;
     extpayEvents: ExtpayEventsService;
+    /** The payment use cases (pay, upsell, capture, finalize, reverse, reconcile, inbound effects, renewals). */
+    checkout: UseCases;
   };
 }
 
@@ -63,6 +66,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const fulfillments = new FulfillmentsService(store);
   const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, payments, events);
   const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);
+  const checkout = createCheckout({ store, catalog, customers, orders, payments, fulfillments, subscriptions, events });
   return {
     config,
     store,
@@ -80,7 +84,8 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       gateways,
       events,
       connections,
-      extpayEvents: new ExtpayEventsService(store, orders, payments),
+      extpayEvents: new ExtpayEventsService(store, checkout, payments),
+      checkout,
       webhooks,
       mail,
     },

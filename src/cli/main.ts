@@ -153,9 +153,9 @@ export function buildCli(): Command {
       withRuntime(async (rt) => {
         const grace = Number(o.graceSeconds);
         if (!Number.isFinite(grace) || grace < 0) throw new Error('--grace-seconds must be a number of seconds, 0 or more');
-        const { recoverUnknownAttempts } = await import('../modules/orders/recover.ts');
-        const attempts = await recoverUnknownAttempts({ store: rt.ctx.store, orders: rt.ctx.services.orders, payments: rt.ctx.services.payments }, grace * 1000, rt.log);
-        const redirects = await rt.ctx.services.orders.reconcilePendingPayments(grace * 1000);
+        const reconcile = rt.ctx.services.checkout.reconcile;
+        const attempts = await reconcile.recoverUnknownAttempts(grace * 1000, rt.log);
+        const redirects = await reconcile.reconcilePendingPayments(grace * 1000);
         console.log(JSON.stringify({ attempts, redirects }));
       }),
     );

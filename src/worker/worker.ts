@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { AppContext } from '../app/context.ts';
-import { ATTEMPT_GRACE_MS, recoverUnknownAttempts } from '../modules/orders/recover.ts';
+import { ATTEMPT_GRACE_MS } from '../modules/checkout/recover.ts';
 
 export interface Schedule {
   name: string;
@@ -25,7 +25,7 @@ export const SCHEDULES: Schedule[] = [
     name: 'recover-unknown-attempts',
     everyMs: 60_000,
     async run(ctx) {
-      return { ...(await recoverUnknownAttempts({ store: ctx.store, orders: ctx.services.orders, payments: ctx.services.payments }, ATTEMPT_GRACE_MS)) };
+      return { ...(await ctx.services.checkout.reconcile.recoverUnknownAttempts(ATTEMPT_GRACE_MS)) };
     },
   },
   {
@@ -33,7 +33,7 @@ export const SCHEDULES: Schedule[] = [
     name: 'reconcile-pending-payments',
     everyMs: 5 * 60_000,
     async run(ctx) {
-      return ctx.services.orders.reconcilePendingPayments(15 * 60_000);
+      return ctx.services.checkout.reconcile.reconcilePendingPayments(15 * 60_000);
     },
   },
   {

@@ -24,6 +24,7 @@ function paymentBody(r: PaymentResult) {
 
 export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   const orders = ctx.services.orders;
+  const { pay, capture, finalize, upsell, reverse } = ctx.services.checkout;
 
   app.post(
     '/checkout/leads',
@@ -57,7 +58,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req, reply) => {
-      const r = await orders.createOrder(teamOf(req), req.body);
+      const r = await pay.createOrder(teamOf(req), req.body);
       return reply.code(r.httpStatus).send(paymentBody(r));
     },
   );
@@ -73,7 +74,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req, reply) => {
-      const r = await orders.processPayment(teamOf(req), req.body);
+      const r = await pay.processPayment(teamOf(req), req.body);
       return reply.code(r.httpStatus).send(paymentBody(r));
     },
   );
@@ -98,7 +99,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req, reply) => {
-      const r = await orders.capture(teamOf(req), req.body);
+      const r = await capture.capture(teamOf(req), req.body);
       return reply.code(r.httpStatus).send({ ...envelope(r.success, r.message, r.data), ...(r.error ? { error: r.error } : {}) });
     },
   );
@@ -117,7 +118,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req) => {
-      const r = await orders.completeOrder(teamOf(req), req.body.order_number);
+      const r = await finalize.completeOrder(teamOf(req), req.body.order_number);
       return envelope(true, 'Order completed.', r.order);
     },
   );
@@ -133,7 +134,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req, reply) => {
-      const r = await orders.processPayment(teamOf(req), req.body, 'reprocess');
+      const r = await pay.processPayment(teamOf(req), req.body, 'reprocess');
       return reply.code(r.httpStatus).send(paymentBody(r));
     },
   );
@@ -155,7 +156,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req, reply) => {
-      const r = await orders.processUpsell(teamOf(req), req.body);
+      const r = await upsell.processUpsell(teamOf(req), req.body);
       return reply.code(r.httpStatus).type('application/json; charset=utf-8').send(r.body);
     },
   );
@@ -174,7 +175,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req, reply) => {
-      const r = await orders.refund(teamOf(req), req.params.order_number, req.body);
+      const r = await reverse.refund(teamOf(req), req.params.order_number, req.body);
       return reply
         .code(r.approved ? 201 : 422)
         .send({ ...envelope(r.approved, r.approved ? 'Refund created.' : `The gateway refused the refund: ${r.transaction.response_text}`, { refund: r.transaction, order: r.order }), ...(r.approved ? {} : { error: { type: 'card_error', code: 'refund_declined' } }) });
@@ -195,7 +196,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req, reply) => {
-      const r = await orders.void(teamOf(req), req.params.order_number, req.body);
+      const r = await reverse.void(teamOf(req), req.params.order_number, req.body);
       return reply
         .code(r.approved ? 201 : 422)
         .send({ ...envelope(r.approved, r.approved ? 'Charge voided.' : `The gateway refused the void: ${r.transaction.response_text}`, { void: r.transaction, order: r.order }), ...(r.approved ? {} : { error: { type: 'card_error', code: 'void_declined' } }) });

@@ -7,9 +7,9 @@ import type { EventsService } from '../events/service.ts';
 import type { FirstChargeRequest } from '../payments/attempts.ts';
 import { FIRST_PAYMENT, type FirstStep } from '../payments/first-payment.ts';
 import type { PaymentsService } from '../payments/service.ts';
-import * as repo from './repo.ts';
-import { assertOrderMove, type OrderStatus } from './states.ts';
-import { type OrderEvent, orderView, type PaymentResult } from './views.ts';
+import type { OrdersService } from '../orders/service.ts';
+import { assertOrderMove, type OrderStatus } from '../orders/states.ts';
+import { type OrderEvent, orderView, type PaymentResult } from '../orders/views.ts';
 
 /** Where a payment's outcome leaves the order. `unknown` leaves it as it is: the recovery run decides. */
 export function orderAfter(outcome: ChargeOutcome): { status: OrderStatus; payment_status: string } | null {
@@ -57,6 +57,7 @@ export interface FirstPaymentDeps {
   catalog: CatalogService;
   events: EventsService;
   recordEvents(trx: Tx, teamId: string, orderId: string, events: OrderEvent[]): Promise<void>;
+  orders: OrdersService;
 }
 
 /**
@@ -93,7 +94,7 @@ export class CardFirstPayment {
       if (step.kind === 'done') {
         const done = step;
         const r = await this.d.store.transaction(async (trx) => {
-          const current = (await repo.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
+          const current = (await this.d.orders.rows.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
           return this.settle(trx, current, customer, lines, done);
         });
         this.d.events.nudge();
@@ -102,7 +103,7 @@ export class CardFirstPayment {
       const call = step;
       const outcome = await this.d.payments.sendCharge(call.gateway, this.d.payments.first.chargeRequest(req, call.attempt.id));
       const next = await this.d.store.transaction(async (trx): Promise<{ result: PaymentResult } | { step: FirstStep }> => {
-        const current = (await repo.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
+        const current = (await this.d.orders.rows.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
         const recorded = await this.d.payments.first.record(trx, req, call, outcome);
         // The recovery run recorded this attempt first (and moved the order): answer what it decided.
         if (!recorded) return { result: paymentResult(outcome, orderView(current, customer, lines), call.transactions) };
@@ -125,7 +126,7 @@ export class CardFirstPayment {
       return paymentResult(done.outcome, orderView(current, customer, lines), done.transactions);
     }
     if (current.status !== next.status) assertOrderMove(current.status, next.status);
-    const updated = await repo.updateOrder(trx, current.team_id, current.id, {
+    const updated = await this.d.orders.rows.updateOrder(trx, current.team_id, current.id, {
       status: next.status,
       payment_status: next.payment_status,
       payment_started_at: null,

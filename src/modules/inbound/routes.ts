@@ -34,7 +34,7 @@ export async function registerGatewayWebhookRoutes(app: FastifyInstance, ctx: Ap
         }
         const event = verified.event;
         if (event.type === 'unknown' || !event.payment) return reply.code(200).send({ success: true, message: 'Ignored: not an event this service acts on.', data: null });
-        const result = await ctx.services.orders.applyGatewayEvent(
+        const result = await ctx.services.checkout.gatewayEvents.applyGatewayEvent(
           gateway,
           {
             id: event.id,

@@ -5,7 +5,8 @@ import { paymentOutcome } from '../../providers/extpay/status.ts';
 import type { ExtpayPayment } from '../../providers/extpay/types.ts';
 import type { ExtpayWebhookEvent } from '../../providers/extpay/webhook.ts';
 import type { PaymentsService } from '../payments/service.ts';
-import { type OrdersService, paidExternally } from './service.ts';
+import { paidExternally } from '../checkout/finalize.ts';
+import type { UseCases } from '../checkout/use-case.ts';
 
 export type InboundResult = 'processed' | 'duplicate' | 'ignored';
 
@@ -36,7 +37,7 @@ function summary(event: ExtpayWebhookEvent): Record<string, unknown> {
 export class ExtpayEventsService {
   constructor(
     private readonly store: Store,
-    private readonly orders: OrdersService,
+    private readonly uc: UseCases,
     private readonly payments: PaymentsService,
   ) {}
 
@@ -61,27 +62,27 @@ export class ExtpayEventsService {
       case 'membership.deactivated':
       case 'membership.cancel_at_period_end_changed': {
         const m = await this.payments.currentMembership(teamId, conn.id, event.membership);
-        return done(await this.orders.applyMembershipEvent(teamId, m, guard));
+        return done(await this.uc.renewals.applyMembershipEvent(teamId, m, guard));
       }
       case 'refund.created':
       case 'refund.updated': {
         const sale = event.refund.paymentId ? await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, event.refund.paymentId!)) : undefined;
         if (!sale) return only();
         const refund = await this.payments.currentRefund(teamId, conn.id, event.refund);
-        return done(await this.orders.applyExternalRefund(teamId, sale, refund, guard));
+        return done(await this.uc.extpayEffects.applyExternalRefund(teamId, sale, refund, guard));
       }
       case 'dispute.created':
       case 'dispute.updated': {
         const sale = event.dispute.paymentId ? await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, event.dispute.paymentId!)) : undefined;
         if (!sale) return only();
         const dispute = await this.payments.currentDispute(teamId, conn.id, event.dispute);
-        return done(await this.orders.applyExternalDispute(teamId, sale, dispute, guard));
+        return done(await this.uc.extpayEffects.applyExternalDispute(teamId, sale, dispute, guard));
       }
       case 'setup_intent.succeeded': {
         const s = event.setupIntent;
         const first = await this.store.run((db) => this.payments.findFirstPaymentFor(db, teamId, conn.id, { metadata: s.metadata, planId: null }));
         if (!first?.checkout_ref || !s.paymentMethodId) return only();
-        return done(await this.orders.saveExternalMethod(teamId, first, s, guard));
+        return done(await this.uc.extpayEffects.saveExternalMethod(teamId, first, s, guard));
       }
       case 'unknown':
         return only();
@@ -115,24 +116,24 @@ export class ExtpayEventsService {
 
     if (p.billingReason === 'subscription_cycle' && p.membershipId) {
       const membership = await this.payments.membershipOf(teamId, conn.id, p.membershipId);
-      if (approved) return done(await this.orders.recordRenewal(teamId, conn.id, p, membership, guard));
+      if (approved) return done(await this.uc.renewals.recordRenewal(teamId, conn.id, p, membership, guard));
       if (!membership) throw new ApiError('gateway_unavailable', 'The membership of this failed renewal could not be read from the provider; deliver the event again.');
-      return done(await this.orders.renewalFailed(teamId, p, membership, guard));
+      return done(await this.uc.renewals.renewalFailed(teamId, p, membership, guard));
     }
 
     const sale = await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, p.id));
     if (sale?.upsell_id) {
       const outcome = approved ? { approved: true as const, paymentRef: p.id } : { approved: false as const, paymentRef: p.id, ...decline };
-      return done(await this.orders.settleExternalUpsell(teamId, sale, outcome, guard));
+      return done(await this.uc.upsell.settleExternalUpsell(teamId, sale, outcome, guard));
     }
     const first = sale ?? (await this.store.run((db) => this.payments.findFirstPaymentFor(db, teamId, conn.id, p)));
     if (first && !first.upsell_id) {
       if (approved) {
         // Settled already (Capture or an earlier delivery won): the finalize only records this event, no provider read needed.
         const membership = first.status === 'pending' ? await this.payments.membershipOf(teamId, conn.id, p.membershipId) : null;
-        return done(await this.orders.finalizeFirstPayment(teamId, first.order_id, first.id, paidExternally(p), guard, membership));
+        return done(await this.uc.finalize.finalizeFirstPayment(teamId, first.order_id, first.id, paidExternally(p), guard, membership));
       }
-      return done(await this.orders.finalizeFirstPayment(teamId, first.order_id, first.id, { approved: false, ...decline, paymentRef: p.id }, guard));
+      return done(await this.uc.finalize.finalizeFirstPayment(teamId, first.order_id, first.id, { approved: false, ...decline, paymentRef: p.id }, guard));
     }
     // Not ours, unless an upsell charge is between the provider's answer and our record of its
     // payment id: then the provider should deliver again in a moment.

@@ -3,7 +3,7 @@ import type { Store } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome, ReversalOutcome } from '../../providers/provider.ts';
 import type { PaymentsService } from '../payments/service.ts';
-import type { OrdersService } from './service.ts';
+import type { UseCases } from './use-case.ts';
 
 /** How long an attempt may stay unanswered before the provider is asked: longer than any provider call's timeout. */
 export const ATTEMPT_GRACE_MS = 2 * 60_000;
@@ -26,7 +26,7 @@ const NOT_RECEIVED = { code: 'not_received', text: 'The provider has no record o
  * (and keeps blocking a second charge) until the next run: a claim never expires into a new charge.
  */
 export async function recoverUnknownAttempts(
-  deps: { store: Store; orders: OrdersService; payments: PaymentsService },
+  deps: { store: Store; payments: PaymentsService; uc: UseCases },
   graceMs: number = ATTEMPT_GRACE_MS,
   log?: Logger,
   limit = 200,
@@ -55,7 +55,7 @@ export async function recoverUnknownAttempts(
 }
 
 async function apply(
-  deps: { orders: OrdersService },
+  deps: { uc: UseCases },
   t: Row<'transactions'>,
   parent: Row<'transactions'> | undefined,
   found: Exclude<ChargeOutcome | ReversalOutcome, { kind: 'unknown' }> | { kind: 'not_found' },
@@ -63,10 +63,10 @@ async function apply(
   if (t.type === 'refund' || t.type === 'void') {
     const outcome: Exclude<ReversalOutcome, { kind: 'unknown' }> =
       found.kind === 'approved' ? found : found.kind === 'not_found' ? { kind: 'declined', providerRef: null, ...NOT_RECEIVED } : { kind: 'declined', providerRef: 'providerRef' in found ? found.providerRef : null, code: 'code' in found ? found.code : 'declined', text: 'text' in found ? found.text : 'Declined' };
-    await deps.orders.settleReversal(t.team_id, parent!, t, outcome);
+    await deps.uc.reverse.settleReversal(t.team_id, parent!, t, outcome);
     return;
   }
   const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
-  if (t.upsell_id) await deps.orders.recoverUpsell(t, outcome);
-  else await deps.orders.recoverFirstPayment(t, outcome);
+  if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
+  else await deps.uc.reconcile.recoverFirstPayment(t, outcome);
 }

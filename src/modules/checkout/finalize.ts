@@ -1,0 +1,145 @@
+import { ApiError, notFound } from '../../app/errors.ts';
+import type { Tx } from '../../db/database.ts';
+import type { Row } from '../../db/schema.ts';
+import { type ExternalBilling, subscriptionView } from '../subscriptions/service.ts';
+import type { ExtpayMembership, ExtpayPayment } from '../../providers/extpay/types.ts';
+import { membershipState } from '../../providers/extpay/status.ts';
+import { type FirstPaymentOutcome } from '../payments/service.ts';
+import { type OrderView } from '../orders/views.ts';
+import { assertOrderMove } from '../orders/states.ts';
+import { UseCase } from './use-case.ts';
+
+/** An extpay payment the provider reports paid, as the first-payment settlement takes it. */
+export function paidExternally(p: ExtpayPayment): FirstPaymentOutcome {
+  return {
+    approved: true,
+    paymentMethod: null,
+    external: { paymentRef: p.id, memberRef: p.memberId, membershipRef: p.membershipId, cardBrand: p.cardBrand, cardLast4: p.cardLast4 },
+  };
+}
+
+/**
+ * The one finalize path: Capture, the providers' webhooks, the watchdog and the recovery run all
+ * settle a first payment and complete an order here, under the order's row lock, exactly once.
+ */
+export class FinalizeUseCase extends UseCase {
+  /**
+   * The one path that settles a redirected first payment, under the order's row lock:
+   * Capture and the gateway's webhook both call it, whichever comes first completes the order
+   * (fulfillment, subscriptions, order.completed) and the other finds nothing left to do.
+   * `guard` runs first in the same transaction (a webhook's deduplication row).
+   */
+  async finalizeFirstPayment(
+    teamId: string,
+    orderId: string,
+    txnId: string,
+    outcome: FirstPaymentOutcome,
+    guard?: (trx: Tx) => Promise<boolean>,
+    /** extpay: the membership as the provider reported it, mirrored onto the subscription. */
+    membership?: ExtpayMembership | null,
+  ): Promise<{ already: boolean; view: OrderView }> {
+    const r = await this.store.transaction(async (trx) => {
+      const order = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      if (guard && !(await guard(trx))) return { already: true, view: await this.orders.view(trx, teamId, order) };
+      if (order.payment_status === 'completed') return { already: true, view: await this.orders.view(trx, teamId, order) };
+      const settled = await this.payments.settlePending(trx, teamId, txnId, order.customer_id, outcome);
+      if (!settled) return { already: true, view: await this.orders.view(trx, teamId, order) };
+      if (!outcome.approved) {
+        assertOrderMove(order.status, 'declined');
+        const declined = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'declined', payment_status: 'declined', payment_started_at: null });
+        await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.declined', data: { transactions: [txnId], from_status: order.status, to_status: 'declined' } }]);
+        const view = await this.orders.view(trx, teamId, declined);
+        await this.events.emit(trx, teamId, 'order.declined', { orderId: order.id, object: view });
+        return { already: false, view };
+      }
+      assertOrderMove(order.status, 'processing');
+      const paid = await this.orders.rows.updateOrder(trx, teamId, order.id, {
+        status: 'processing',
+        payment_status: 'completed',
+        payment_method_id: settled.paymentMethod?.id ?? null,
+        payment_started_at: null,
+      });
+      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.captured', data: { transaction: txnId, from_status: order.status } }]);
+      const t = settled.transaction;
+      const external: ExternalBilling | undefined =
+        t.connection_id && outcome.approved && outcome.external
+          ? {
+              connectionId: t.connection_id,
+              membershipRef: membership?.id ?? outcome.external.membershipRef,
+              status: membership ? membershipState(membership) : null,
+              nextBillingAt: membership?.renewalPeriodEnd ? new Date(membership.renewalPeriodEnd) : null,
+            }
+          : undefined;
+      const done = await this.finalizeCompletion(trx, teamId, paid, external);
+      return { already: false, view: done.order };
+    });
+    if (!r.already) this.events.nudge();
+    return r;
+  }
+
+  async markUnderReview(teamId: string, orderId: string, txnId: string, guard?: (trx: Tx) => Promise<boolean>, paymentRef?: string): Promise<OrderView> {
+    return this.store.transaction(async (trx) => {
+      const order = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      if (guard && !(await guard(trx))) return this.orders.view(trx, teamId, order);
+      if (paymentRef) await this.payments.notePaymentRef(trx, teamId, txnId, paymentRef);
+      if (order.payment_status !== 'pending_redirect') return this.orders.view(trx, teamId, order);
+      assertOrderMove(order.status, 'pending_external_confirmation');
+      const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' });
+      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.under_review', data: { transaction: txnId } }]);
+      return this.orders.view(trx, teamId, updated);
+    });
+  }
+
+  /**
+   * Complete Order: moves a paid order to completed exactly once and, in the same
+   * transaction, creates its fulfillment, subscriptions and coupon redemption and queues the
+   * order.completed event (order webhooks and the purchase e-mail). A second call changes
+   * nothing and answers the same. A payment still pending_redirect completes nothing.
+   */
+  async completeOrder(teamId: string, orderNumber: string): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
+    const done = await this.store.transaction(async (trx) => {
+      const order = await this.orders.rows.findOrder(trx, teamId, orderNumber, { forUpdate: true });
+      if (!order) throw notFound('Order');
+      return this.finalizeCompletion(trx, teamId, order);
+    });
+    if (!done.alreadyCompleted) this.events.nudge();
+    return done;
+  }
+
+  /** The one completion path, under the order's row lock; later payment confirmations call it too. */
+  async finalizeCompletion(trx: Tx, teamId: string, order: Row<'orders'>, external?: ExternalBilling): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
+    if (order.status === 'completed') return { order: await this.orders.view(trx, teamId, order), alreadyCompleted: true };
+    if (order.payment_status === 'pending_redirect') {
+      throw new ApiError('order_not_completable', `Order ${order.id} is waiting for the customer's redirect (pending_redirect); capture the payment before completing it.`);
+    }
+    if (order.status !== 'processing') {
+      throw new ApiError('order_not_completable', `Order ${order.id} is ${order.status}; only a paid order can be completed.`);
+    }
+    const now = new Date();
+    const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'completed', completed_at: now });
+    const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
+    const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
+    const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(lines.map((l) => l.offer_id))])).map((o) => [o.id, o]));
+    const subscriptions = await this.subscriptions.createForOrder(
+      trx,
+      teamId,
+      order,
+      lines.map((l) => ({ offer: offers.get(l.offer_id)!, quantity: l.quantity })),
+      now,
+      external,
+    );
+    if (order.coupon_id) await this.catalog.redeemCoupon(trx, teamId, order.coupon_id, order.id, order.discount_total);
+    await this.orders.recordEvents(trx, teamId, order.id, [
+      {
+        type: 'order.completed',
+        data: { fulfillment_id: fulfillment?.id ?? null, subscriptions: subscriptions.map((x) => x.id), coupon_id: order.coupon_id },
+      },
+    ]);
+    const view = await this.orders.view(trx, teamId, updated);
+    await this.events.emit(trx, teamId, 'order.completed', { orderId: order.id, object: view });
+    for (const sub of subscriptions) {
+      await this.events.emit(trx, teamId, 'subscription.created', { orderId: order.id, object: subscriptionView(sub) });
+    }
+    return { order: view, alreadyCompleted: false };
+  }
+}

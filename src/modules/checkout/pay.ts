@@ -1,0 +1,167 @@
+import { ApiError, invalid, notFound } from '../../app/errors.ts';
+import { newId } from '../../app/ids.ts';
+import type { Tx } from '../../db/database.ts';
+import type { Row } from '../../db/schema.ts';
+import { cardOf, type FirstChargeRequest, type PaymentsService, type RouteRequest } from '../payments/service.ts';
+import { orderView, type PaymentResult } from '../orders/views.ts';
+import type { CreateOrderBody, ProcessPaymentBody } from '../orders/schemas.ts';
+import { assertOrderMove, PAYABLE } from '../orders/states.ts';
+import { discountOf, totalsOf } from '../orders/pricing.ts';
+import { UseCase } from './use-case.ts';
+
+/** An extpay checkout claim older than this belongs to a crashed request and no longer blocks a new one. */
+const PAYMENT_CLAIM_MS = 2 * 60_000;
+
+/**
+ * Create Order and Process / Reprocess Payment: the claim of the order and phase 1 of its first
+ * payment in one transaction, then the card's phases (CardFirstPayment) or the external checkout.
+ */
+export class PayUseCase extends UseCase {
+  /** Create Order: an order and its first payment in one call, for funnels that made no lead. */
+  async createOrder(teamId: string, body: CreateOrderBody): Promise<PaymentResult> {
+    const claimed = await this.store.transaction(async (trx) => {
+      const campaign = await this.catalog.findCampaign(trx, teamId, body.campaign_id);
+      if (!campaign) throw notFound('Campaign');
+      if (body.currency !== campaign.currency) throw invalid('currency', `must be the campaign's currency, ${campaign.currency}`);
+      const drafts = await this.orders.priceLines(trx, teamId, campaign.id, body.products);
+      const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign };
+      await this.payments.preflight(trx, teamId, body.payment, route);
+      const coupon = body.coupon_code ? await this.orders.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
+      const customer = await this.customers.upsertByEmail(trx, teamId, { ...body.customer, phone: body.phone });
+      const orderId = newId('order');
+      const order = await this.orders.rows.insertOrder(trx, {
+        id: orderId,
+        team_id: teamId,
+        campaign_id: campaign.id,
+        customer_id: customer.id,
+        status: 'pending',
+        currency: campaign.currency,
+        phone: body.phone ?? null,
+        shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
+        billing_address: body.billing ? JSON.stringify(body.billing) : null,
+        is_throttle: body.is_throttle === true,
+        payment_started_at: body.payment.method === 'extpay' ? new Date() : null,
+        coupon_id: coupon?.id ?? null,
+        ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
+      });
+      const lines = await this.orders.rows.insertLines(
+        trx,
+        drafts.map((d) => ({ ...d, order_id: orderId })),
+      );
+      await this.orders.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
+      return this.openPayment(trx, order, customer, route, body.payment, lines);
+    });
+    return this.runPayment(teamId, claimed, body.payment);
+  }
+
+  /** Phase 1 of a first payment, in the transaction that claims the order (see CardFirstPayment). */
+  async openPayment(trx: Tx, order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment'], lines: Row<'order_lines'>[]) {
+    if (payment.method === 'extpay') {
+      await this.uc.card.reserveCoupon(trx, order);
+      return { order, customer, lines, route, card: null };
+    }
+    const req = this.chargeRequest(order, customer, route, payment);
+    return { order, customer, lines, route, card: { req, step: await this.uc.card.open(trx, order, req) } };
+  }
+
+  chargeRequest(order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment']): FirstChargeRequest {
+    return {
+      teamId: order.team_id,
+      orderId: order.id,
+      customerId: customer.id,
+      amount: order.total,
+      currency: order.currency,
+      card: cardOf(payment)!,
+      route,
+      payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+      billing: order.billing_address,
+      redirect: { returnUrl: payment.return_url, cancelUrl: payment.cancel_url, riskSessionId: payment.risk_session_id },
+    };
+  }
+
+  async runPayment(teamId: string, claimed: Awaited<ReturnType<PayUseCase['openPayment']>>, payment: ProcessPaymentBody['payment']): Promise<PaymentResult> {
+    if (!claimed.card) return this.payExternally(teamId, claimed.order, claimed.customer, payment, claimed.lines);
+    return this.uc.card.run(claimed.order, claimed.customer, claimed.lines, claimed.card.req, claimed.card.step);
+  }
+
+  /**
+   * Process Payment pays a lead or a declined order; Reprocess Payment only a declined one.
+   * The order row is claimed (payment_started_at) in the same transaction that checks it is
+   * payable, so concurrent attempts on one order get 409 instead of a second charge.
+   */
+  async processPayment(teamId: string, body: ProcessPaymentBody, mode: 'process' | 'reprocess' = 'process'): Promise<PaymentResult> {
+    const claimed = await this.store.transaction(async (trx) => {
+      const locked = await this.orders.rows.findOrder(trx, teamId, body.order_number, { forUpdate: true });
+      if (!locked) throw notFound('Order');
+      const now = new Date();
+      if (locked.payment_started_at && now.getTime() - locked.payment_started_at.getTime() < PAYMENT_CLAIM_MS) {
+        throw new ApiError('payment_in_progress');
+      }
+      const allowed: readonly string[] = mode === 'reprocess' ? ['declined'] : PAYABLE;
+      if (!allowed.includes(locked.status)) {
+        throw new ApiError('order_not_payable', `Order ${locked.id} is ${locked.status}; ${mode === 'reprocess' ? 'only a declined order can be reprocessed' : 'it cannot be paid again'}.`);
+      }
+      if (body.campaign_id && body.campaign_id !== locked.campaign_id) throw invalid('campaign_id', 'does not match the order');
+      if (body.currency && body.currency !== locked.currency) throw invalid('currency', `must be the order's currency, ${locked.currency}`);
+      const campaign = await this.catalog.findCampaign(trx, teamId, locked.campaign_id);
+      const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! };
+      await this.payments.preflight(trx, teamId, body.payment, route);
+      if (locked.status !== 'pending') assertOrderMove(locked.status, 'pending');
+      // One UPDATE: the client's changes, the move to pending and (extpay) the payment claim together.
+      const { order, changed } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending', payment_started_at: body.payment.method === 'extpay' ? now : null });
+      const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
+      if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
+      await this.orders.recordEvents(trx, teamId, order.id, [{ type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested', data: { changed, from_status: locked.status } }]);
+      const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
+      return this.openPayment(trx, order, customer!, route, body.payment, lines);
+    });
+    return this.runPayment(teamId, claimed, body.payment);
+  }
+
+  /**
+   * extpay (spec 4.1 rules 8-10): the provider is merchant of record. We open its embedded
+   * checkout and answer pending_redirect with the §2.4 `checkout` object; Capture or the
+   * provider's webhook confirms later.
+   */
+  async payExternally(
+    teamId: string,
+    order: Row<'orders'>,
+    customer: Row<'customers'>,
+    payment: ProcessPaymentBody['payment'],
+    lines: Row<'order_lines'>[],
+  ): Promise<PaymentResult> {
+    let started: Awaited<ReturnType<PaymentsService['startCheckout']>>;
+    try {
+      const offers = new Map((await this.store.run((db) => this.catalog.findOffers(db, teamId, [...new Set(lines.map((l) => l.offer_id))]))).map((o) => [o.id, o]));
+      started = await this.payments.startCheckout({
+        teamId,
+        orderId: order.id,
+        amount: order.total,
+        currency: order.currency,
+        returnUrl: payment.return_url!,
+        externalPaymentId: payment.external_payment_id,
+        lines: lines.map((l) => ({ offer: offers.get(l.offer_id)!, quantity: l.quantity })),
+        payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+      });
+    } catch (err) {
+      await this.store.run((db) => this.orders.rows.updateOrder(db, teamId, order.id, { payment_started_at: null }));
+      throw err;
+    }
+    return this.store.transaction(async (trx) => {
+      // A Sandbox connection is test mode (spec 2.7): its orders are test orders.
+      const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, {
+        payment_status: 'pending_redirect',
+        payment_started_at: null,
+        ...(started.transaction.is_test ? { is_test: true } : {}),
+      });
+      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.redirect', data: { transaction: started.transaction.id, provider: 'extpay', session_id: started.checkout.session_id } }]);
+      const view = orderView(updated, customer, lines);
+      return {
+        httpStatus: 200,
+        success: true,
+        message: 'Customer redirect is required: complete the payment in the embedded checkout.',
+        data: { ...view, redirect_required: true, redirect_url: started.checkout.purchase_url, checkout: started.checkout, transaction_id: started.transaction.id, attempts: 1 },
+      };
+    });
+  }
+}

@@ -1,0 +1,262 @@
+import { ApiError, invalid, notFound } from '../../app/errors.ts';
+import { newId } from '../../app/ids.ts';
+import type { Tx } from '../../db/database.ts';
+import type { Row } from '../../db/schema.ts';
+import { subscriptionView } from '../subscriptions/service.ts';
+import { type PaymentsService } from '../payments/service.ts';
+import type { ChargeOutcome } from '../../providers/provider.ts';
+import type { UpsellBody } from '../orders/schemas.ts';
+import { type OrderStatus, UPSELLABLE } from '../orders/states.ts';
+import { draftLine, type LineDraft } from '../orders/pricing.ts';
+import { UseCase } from './use-case.ts';
+
+/**
+ * Process Upsell: one click on the saved payment method, in atomic phases for cards; the
+ * external provider's upsell answers 202 until its webhook confirms it.
+ */
+export class UpsellUseCase extends UseCase {
+  /**
+   * Process Upsell: one click on the order's saved card. Each upsell is charged at most once
+   * per order; a repeat gets the first answer back. The line and totals change only on approval.
+   */
+  async processUpsell(teamId: string, body: UpsellBody): Promise<{ httpStatus: number; body: string }> {
+    const claim = await this.store.transaction(async (trx) => {
+      const order = await this.orders.rows.findOrder(trx, teamId, body.order_number, { forUpdate: true });
+      if (!order) throw notFound('Order');
+      const upsell = await this.catalog.findUpsell(trx, teamId, body.upsell_id);
+      if (!upsell) throw notFound('Upsell');
+      const previous = await this.orders.rows.findOrderUpsell(trx, teamId, order.id, upsell.id);
+      if (previous) return { replay: previous } as const;
+      if (!UPSELLABLE.includes(order.status as OrderStatus)) {
+        throw new ApiError('order_not_payable', `Order ${order.id} is ${order.status}; upsells need a paid order.`);
+      }
+      if (upsell.campaign_id !== order.campaign_id) throw invalid('upsell_id', "is not an upsell of this order's campaign");
+      if (!upsell.is_active) throw invalid('upsell_id', 'this upsell is not active');
+      const method = order.payment_method_id ? await this.payments.findPaymentMethod(trx, teamId, order.payment_method_id) : undefined;
+      if (!method) throw new ApiError('no_saved_payment_method');
+      const drafts = await this.orders.priceLines(trx, teamId, order.campaign_id, [{ offer_id: upsell.offer_id, quantity: body.quantity }]);
+      const line = { ...drafts[0]!, upsell_id: upsell.id };
+      const claimId = newId('orderUpsell');
+      await this.orders.rows.insertOrderUpsell(trx, { id: claimId, team_id: teamId, order_id: order.id, upsell_id: upsell.id, quantity: body.quantity, status: 'in_flight' });
+      if (method.connection_id) return { order, method, line, claimId, step: null } as const;
+      // Phase 1: the attempt commits with the claim, so a crash leaves a question for the gateway, never an unrecorded charge.
+      const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
+      const step = await this.payments.openUpsell(trx, {
+        teamId,
+        orderId: order.id,
+        amount: line.line_total + line.shipping,
+        currency: order.currency,
+        method,
+        upsellId: upsell.id,
+        payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
+      });
+      const attemptId = step.kind === 'call' ? step.attempt.id : step.transaction.id;
+      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: attemptId });
+      return { order, method, line, claimId, step } as const;
+    });
+    if ('replay' in claim) {
+      const r = claim.replay!;
+      if (r.status === 'in_flight') throw new ApiError('payment_in_progress', 'This upsell is already being charged.');
+      return { httpStatus: r.response_status!, body: r.response_body! };
+    }
+
+    const { order, method, line, claimId, step } = claim;
+    if (!step) return this.upsellExternally(teamId, order, method, line, claimId);
+    if (step.kind === 'done') return this.settleUpsell(teamId, order.id, line, claimId, step.transaction, step.outcome);
+    // Phase 2: the attempt row is committed; the gateway is asked holding no lock.
+    const outcome = await this.payments.sendCharge(step.gateway, step.request);
+    if (outcome.kind === 'unknown') {
+      const data = await this.store.run((db) => this.orders.view(db, teamId, order));
+      return {
+        httpStatus: 502,
+        body: JSON.stringify({
+          success: false,
+          message: 'The gateway did not answer, so whether the upsell was charged is not known yet; it is confirmed with the gateway within minutes. Do not charge it again.',
+          data: { ...data, upsell_id: line.upsell_id, transaction_id: step.attempt.id },
+          error: { type: 'api_error', code: 'payment_outcome_unknown' },
+        }),
+      };
+    }
+    return this.settleUpsell(teamId, order.id, line, claimId, step.attempt, outcome);
+  }
+
+  /**
+   * Phase 3 of a card upsell (the request's own, or the recovery run's): the attempt takes the
+   * gateway's answer and the order its line, in one transaction under the order's row lock. When
+   * another path recorded it first, its stored answer is the answer.
+   */
+  async settleUpsell(teamId: string, orderId: string, line: LineDraft, claimId: string, attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>) {
+    const answered = await this.store.transaction(async (trx) => {
+      const current = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      let txn = attempt;
+      if (attempt.in_flight) {
+        const closed = await this.payments.closeAttempt(trx, teamId, current.customer_id, attempt, outcome);
+        if (!closed) {
+          const stored = (await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, attempt.id))!;
+          return { httpStatus: stored.response_status ?? 409, body: stored.response_body ?? '{}' };
+        }
+        txn = closed.transaction;
+      }
+      const approved = outcome.kind === 'approved';
+      return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId);
+    });
+    this.events.nudge();
+    return answered;
+  }
+
+  /** The recovery run found what the gateway did with an upsell attempt whose answer was lost. */
+  async recoverUpsell(attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
+    const teamId = attempt.team_id;
+    const claim = await this.store.run((db) => this.orders.rows.findOrderUpsellByTransaction(db, teamId, attempt.id));
+    if (!claim) {
+      // The claim and the attempt commit together: an attempt without one is not an upsell of ours.
+      await this.store.transaction((trx) => this.payments.closeAttempt(trx, teamId, '', attempt, outcome));
+      return;
+    }
+    const line = await this.store.run(async (db) => {
+      const upsell = (await this.catalog.findUpsell(db, teamId, claim.upsell_id))!;
+      const [offer] = await this.catalog.findOffers(db, teamId, [upsell.offer_id]);
+      return { ...draftLine(teamId, offer!, claim.quantity), upsell_id: claim.upsell_id };
+    });
+    await this.settleUpsell(teamId, attempt.order_id, line, claim.id, attempt, outcome);
+  }
+
+  /**
+   * An upsell's charge ended, under the order's row lock: approved adds the line and totals (and,
+   * on an order already completed, its fulfillment entry and subscription); either way the order
+   * webhook fires and the stored answer becomes the one a repeat of the request gets.
+   */
+  async applyUpsellOutcome(
+    trx: Tx,
+    teamId: string,
+    current: Row<'orders'>,
+    line: LineDraft,
+    txn: Row<'transactions'>,
+    outcome: { approved: true } | { approved: false; reason: string },
+    claimId: string,
+  ): Promise<{ httpStatus: number; body: string }> {
+    const amount = line.line_total + line.shipping;
+    let updated = current;
+    if (outcome.approved) {
+      const [added] = await this.orders.rows.insertLines(trx, [{ ...line, order_id: current.id }]);
+      updated = await this.orders.rows.updateOrder(trx, teamId, current.id, await this.orders.retotal(trx, teamId, current.id, current.coupon_id));
+      if (current.status === 'completed') {
+        // Completed before the upsell (Capture completes a redirected payment at once): the new
+        // line still ships and, if it recurs and we bill it, still renews. An extpay upsell is a
+        // one-time charge at the provider (one plan per checkout, spec 8): it starts no subscription.
+        await this.fulfillments.addLateLine(trx, teamId, current.id, added!);
+        if (!txn.connection_id) {
+          const [offer] = await this.catalog.findOffers(trx, teamId, [added!.offer_id]);
+          const subs = await this.subscriptions.createForOrder(trx, teamId, current, [{ offer: offer!, quantity: added!.quantity }]);
+          for (const sub of subs) await this.events.emit(trx, teamId, 'subscription.created', { orderId: current.id, object: subscriptionView(sub) });
+        }
+      }
+      await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+    } else {
+      await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+    }
+    const view = await this.orders.view(trx, teamId, updated);
+    await this.events.emit(trx, teamId, outcome.approved ? 'order.upsell_added' : 'order.upsell_declined', {
+      orderId: current.id,
+      object: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
+    });
+    const response = {
+      success: outcome.approved,
+      message: outcome.approved ? 'Upsell added.' : `Upsell declined: ${outcome.reason}`,
+      data: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
+      ...(outcome.approved ? {} : { error: { type: 'card_error', code: 'payment_declined', decline_code: txn.response_code } }),
+    };
+    const httpStatus = outcome.approved ? 200 : 402;
+    const text = JSON.stringify(response);
+    await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { status: outcome.approved ? 'approved' : 'declined', transaction_id: txn.id, response_status: httpStatus, response_body: text });
+    return { httpStatus, body: text };
+  }
+
+  /**
+   * Process Upsell on an extpay order (spec 4.3): the provider charges the payment method saved at
+   * checkout. Accepted → 202 pending_external_confirmation, and the line and total are added only
+   * when payment.succeeded arrives; declined → 402; nothing saved → "no saved payment method found".
+   */
+  async upsellExternally(teamId: string, order: Row<'orders'>, method: Row<'payment_methods'>, line: LineDraft, claimId: string): Promise<{ httpStatus: number; body: string }> {
+    const amount = line.line_total + line.shipping;
+    let target: Awaited<ReturnType<PaymentsService['externalMethodToCharge']>>;
+    try {
+      target = await this.payments.externalMethodToCharge(teamId, order.id, method);
+    } catch (err) {
+      await this.store.run((db) => this.orders.rows.deleteOrderUpsell(db, teamId, claimId));
+      throw err;
+    }
+    if (!target) {
+      await this.store.run((db) => this.orders.rows.deleteOrderUpsell(db, teamId, claimId));
+      throw new ApiError(
+        'no_saved_payment_method',
+        'No saved payment method found: the checkout was not set up for future use (setup_future_usage off_session), so the provider has nothing to charge.',
+      );
+    }
+    const txn = await this.store.transaction(async (trx) => {
+      const t = await this.payments.beginExternalUpsell(trx, { teamId, orderId: order.id, amount, currency: order.currency, method, upsellId: line.upsell_id! });
+      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
+      return t;
+    });
+    const r = await this.payments.sendExternalUpsell(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
+    if (r.kind === 'error') {
+      await this.store.transaction(async (trx) => {
+        await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.providerCode ?? r.code, message: r.message });
+        await this.orders.rows.deleteOrderUpsell(trx, teamId, claimId);
+      });
+      throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${r.message}`);
+    }
+    const answered = await this.store.transaction(async (trx) => {
+      const current = (await this.orders.rows.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
+      if (r.kind === 'declined') {
+        const t = await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: r.paymentId, code: r.code, message: r.message });
+        return this.applyUpsellOutcome(trx, teamId, current, line, t ?? txn, { approved: false, reason: r.message }, claimId);
+      }
+      // Accepted (pending, or even paid at once): the provider's payment.succeeded adds the line (spec 4.3).
+      await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.paymentId });
+      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: txn.id, amount, payment_id: r.paymentId } }]);
+      const view = await this.orders.view(trx, teamId, current);
+      const text = JSON.stringify({
+        success: true,
+        message: 'Upsell accepted: the provider confirms the charge shortly, and the line is added to the order then.',
+        data: { ...view, payment_status: 'pending_external_confirmation', upsell_status: 'pending_external_confirmation', upsell_id: line.upsell_id, transaction_id: txn.id },
+      });
+      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { status: 'pending', response_status: 202, response_body: text });
+      return { httpStatus: 202, body: text };
+    });
+    this.events.nudge();
+    return answered;
+  }
+
+  /**
+   * The provider confirmed (payment.succeeded) or refused (payment.failed / a fraud denial on
+   * payment.created) an extpay upsell charge: the line is added now, or the upsell is declined.
+   * `guard` is the webhook's deduplication row, in the same transaction. Null: nothing to do.
+   */
+  async settleExternalUpsell(
+    teamId: string,
+    txn: Row<'transactions'>,
+    outcome: { approved: true; paymentRef: string } | { approved: false; paymentRef: string; code: string; message: string },
+    guard: (trx: Tx) => Promise<boolean>,
+  ): Promise<boolean> {
+    const done = await this.store.transaction(async (trx) => {
+      const current = (await this.orders.rows.findOrder(trx, teamId, txn.order_id, { forUpdate: true }))!;
+      if (!(await guard(trx))) return false;
+      const claim = await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, txn.id);
+      const settled = await this.payments.settleExternalSale(
+        trx,
+        teamId,
+        txn.id,
+        outcome.approved ? { status: 'approved', paymentRef: outcome.paymentRef } : { status: 'declined', paymentRef: outcome.paymentRef, code: outcome.code, message: outcome.message },
+      );
+      if (!settled || !claim) return false;
+      const upsell = await this.catalog.findUpsell(trx, teamId, claim.upsell_id);
+      const [offer] = await this.catalog.findOffers(trx, teamId, [upsell!.offer_id]);
+      const line = { ...draftLine(teamId, offer!, claim.quantity), upsell_id: claim.upsell_id };
+      await this.applyUpsellOutcome(trx, teamId, current, line, settled, outcome.approved ? { approved: true } : { approved: false, reason: outcome.message }, claim.id);
+      return true;
+    });
+    if (done) this.events.nudge();
+    return done;
+  }
+}

@@ -1,0 +1,69 @@
+import type { Store } from '../../db/database.ts';
+import type { CatalogService } from '../catalog/service.ts';
+import type { CustomersService } from '../customers/service.ts';
+import type { EventsService } from '../events/service.ts';
+import type { FulfillmentsService } from '../fulfillments/service.ts';
+import type { OrdersService } from '../orders/service.ts';
+import type { PaymentsService } from '../payments/service.ts';
+import type { SubscriptionsService } from '../subscriptions/service.ts';
+import type { ExtpayEffects } from '../inbound/extpay-effects.ts';
+import type { GatewayEvents } from '../inbound/gateway-events.ts';
+import type { Renewals } from '../subscriptions/renew.ts';
+import type { CardFirstPayment } from './card-first-payment.ts';
+import type { CaptureUseCase } from './capture.ts';
+import type { FinalizeUseCase } from './finalize.ts';
+import type { PayUseCase } from './pay.ts';
+import type { ReconcileUseCase } from './reconcile.ts';
+import type { ReverseUseCase } from './reverse.ts';
+import type { UpsellUseCase } from './upsell.ts';
+
+/** The services a payment use case works through (each module through its service, never its tables). */
+export interface CheckoutDeps {
+  store: Store;
+  catalog: CatalogService;
+  customers: CustomersService;
+  orders: OrdersService;
+  payments: PaymentsService;
+  fulfillments: FulfillmentsService;
+  subscriptions: SubscriptionsService;
+  events: EventsService;
+}
+
+/** The use cases, one file each; they reach each other through this registry. */
+export interface UseCases {
+  card: CardFirstPayment;
+  pay: PayUseCase;
+  upsell: UpsellUseCase;
+  capture: CaptureUseCase;
+  finalize: FinalizeUseCase;
+  reverse: ReverseUseCase;
+  reconcile: ReconcileUseCase;
+  gatewayEvents: GatewayEvents;
+  extpayEffects: ExtpayEffects;
+  renewals: Renewals;
+}
+
+export abstract class UseCase {
+  protected readonly store: Store;
+  protected readonly catalog: CatalogService;
+  protected readonly customers: CustomersService;
+  protected readonly orders: OrdersService;
+  protected readonly payments: PaymentsService;
+  protected readonly fulfillments: FulfillmentsService;
+  protected readonly subscriptions: SubscriptionsService;
+  protected readonly events: EventsService;
+
+  constructor(
+    d: CheckoutDeps,
+    protected readonly uc: UseCases,
+  ) {
+    this.store = d.store;
+    this.catalog = d.catalog;
+    this.customers = d.customers;
+    this.orders = d.orders;
+    this.payments = d.payments;
+    this.fulfillments = d.fulfillments;
+    this.subscriptions = d.subscriptions;
+    this.events = d.events;
+  }
+}
