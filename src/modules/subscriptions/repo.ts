@@ -1,3 +1,5 @@
+import { newId } from '../../app/ids.ts';
+import type { TransitionEvent } from '../../app/state-machine.ts';
 import type { Executor } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 
@@ -53,4 +55,16 @@ export async function updateSubscription(db: Executor, teamId: string, id: strin
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * A subscription's status change on its order's timeline (order_events), in the caller's
+ * transaction. The subscriptions module is built before the orders module, so it writes the row
+ * itself rather than through OrdersService.recordEvents; the row is the same shape.
+ */
+export async function insertOrderEvent(db: Executor, e: TransitionEvent): Promise<void> {
+  await db
+    .insertInto('order_events')
+    .values({ id: newId('orderEvent'), team_id: e.teamId, order_id: e.orderId, type: e.type, data: JSON.stringify(e.data ?? {}) })
+    .execute();
 }

@@ -5,41 +5,15 @@ import type { Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ExtpayConnection, ExtpayError, ExtpayMembership, ExtpayMembershipResult, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
-import { membershipState, type MirroredSubscriptionState } from '../../providers/extpay/status.ts';
+import { membershipState } from '../../providers/extpay/status.ts';
+import { transition, type TransitionEvent } from '../../app/state-machine.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { EventsService } from '../events/service.ts';
 import type { PaymentsService } from '../payments/service.ts';
 import * as repo from './repo.ts';
+import { CARD_SUBSCRIPTION_MOVES, SUBSCRIPTION, type SubscriptionAction, type SubscriptionStatus } from './states.ts';
 
-/** Every status a subscription can have: ours for card subscriptions, mirrored ones for extpay (status.ts). */
-export const SUBSCRIPTION_STATUSES = [
-  'trialing',
-  'active',
-  'past_due',
-  'paused',
-  'cancel_at_period_end',
-  'cancelled',
-  'completed',
-  'expired',
-  'pending',
-] as const satisfies readonly MirroredSubscriptionState[];
-export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
-
-/** What a merchant can do to a subscription (spec 3.2): Cancel (now or at period end), Pause, Restart, Reactivate. */
-export type SubscriptionAction = 'cancel' | 'cancel_at_period_end' | 'pause' | 'resume' | 'reactivate';
-
-/**
- * Card subscriptions (billed here): the statuses each action may start from and where it leads,
- * checked in one place (`changeCardSubscription`). Externally managed subscriptions are not checked
- * against this table: the provider decides, and we mirror its answer.
- */
-export const CARD_SUBSCRIPTION_MOVES = {
-  cancel: { from: ['trialing', 'active', 'past_due', 'paused', 'cancel_at_period_end'], to: 'cancelled', done: 'cancelled' },
-  cancel_at_period_end: { from: ['trialing', 'active'], to: 'cancel_at_period_end', done: 'cancelled at period end' },
-  pause: { from: ['trialing', 'active'], to: 'paused', done: 'paused' },
-  resume: { from: ['paused'], to: 'active', done: 'restarted' },
-  reactivate: { from: ['cancelled', 'cancel_at_period_end'], to: 'active', done: 'reactivated' },
-} as const satisfies Record<SubscriptionAction, { from: readonly SubscriptionStatus[]; to: SubscriptionStatus; done: string }>;
+export { CARD_SUBSCRIPTION_MOVES, SUBSCRIPTION_STATUSES, type SubscriptionAction, type SubscriptionStatus } from './states.ts';
 
 /** The provider call behind each action on an externally managed subscription, and what it asks in the merchant's words. */
 const MEMBERSHIP_CALLS: Record<SubscriptionAction, { ask: string; call: (extpay: ExtpayProviderAdapter, conn: ExtpayConnection, membershipId: string) => Promise<ExtpayMembershipResult> }> = {
@@ -135,7 +109,9 @@ export class SubscriptionsService {
     for (const r of rows) {
       const same = r.status === status && r.membership_ref === membership.id && (r.next_billing_at?.getTime() ?? null) === (nextBillingAt?.getTime() ?? null);
       if (same) continue;
-      changed.push(await repo.updateSubscription(trx, teamId, r.id, { status, membership_ref: membership.id, next_billing_at: nextBillingAt }));
+      changed.push(
+        await this.changeStatus(trx, r, status, (db) => repo.updateSubscription(db, teamId, r.id, { status, membership_ref: membership.id, next_billing_at: nextBillingAt })),
+      );
     }
     return changed;
   }
@@ -237,12 +213,25 @@ export class SubscriptionsService {
         throw new ApiError('subscription_not_actionable', `This subscription is ${s.status}, so it cannot be ${move.done}; that needs a subscription that is ${move.from.join(' or ')}.`, {
           data: { status: s.status },
         });
-      const updated = await repo.updateSubscription(trx, teamId, id, { status: move.to });
+      const updated = await this.changeStatus(trx, s, move.to, (db) => repo.updateSubscription(db, teamId, id, { status: move.to }));
       await this.events.emit(trx, teamId, 'subscription.updated', { orderId: updated.order_id, object: subscriptionView(updated) });
       return updated;
     });
     this.events.nudge();
     return subscriptionView(row);
+  }
+
+  /**
+   * Every status write of a subscription, under its row lock: the move is checked against
+   * SUBSCRIPTION and, when the status really changes, the order's timeline records it in the
+   * same transaction. A write that keeps the status (a new billing date) records nothing.
+   */
+  private changeStatus(trx: Tx, current: Row<'subscriptions'>, to: SubscriptionStatus, write: (trx: Tx) => Promise<Row<'subscriptions'>>): Promise<Row<'subscriptions'>> {
+    const event: TransitionEvent | null =
+      current.status === to
+        ? null
+        : { teamId: current.team_id, orderId: current.order_id, type: 'subscription.status_changed', data: { subscription_id: current.id, from_status: current.status, to_status: to } };
+    return transition(trx, SUBSCRIPTION.move(current.status, to), event ? { write, event, recordEvent: repo.insertOrderEvent } : { write, event: null });
   }
 
   /** The connection that bills the subscription, decrypted; whatever its Active flag, as long as it is not deleted. */
