@@ -13,6 +13,8 @@ import { GatewaysService } from '../modules/gateways/service.ts';
 import { MailService } from '../modules/mail/service.ts';
 import { createMailTransport } from '../modules/mail/transport.ts';
 import { PaymentsService } from '../modules/payments/service.ts';
+import { LedgerService } from '../modules/ledger/service.ts';
+import { InboundService } from '../modules/inbound/service.ts';
 import { WebhooksService, webhookOptionsFrom } from '../modules/webhooks/service.ts';
 import { nmiAdapter } from '../providers/nmi/adapter.ts';
 import { threeDsAdapter } from '../providers/threeds/adapter.ts';
@@ -38,6 +40,8 @@ export interface AppContext {
     orders: OrdersService;
     customers: CustomersService;
     payments: PaymentsService;
+    ledger: LedgerService;
+    inbound: InboundService;
     fulfillments: FulfillmentsService;
     subscriptions: SubscriptionsService;
     gateways: GatewaysService;
@@ -62,11 +66,13 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const mail = new MailService(store, catalog, createMailTransport(config), { from: config.mailFrom, retryDelaysMs: config.mailRetryScheduleMs });
   events.registerSink(mail);
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
-  const payments = new PaymentsService(store, gateways, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, connections, extpayAdapter);
+  const ledger = new LedgerService(store);
+  const inbound = new InboundService();
+  const payments = new PaymentsService(store, gateways, ledger, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, connections, extpayAdapter);
   const fulfillments = new FulfillmentsService(store);
-  const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, payments, events);
-  const orders = new OrdersService(store, catalog, customers, payments, fulfillments, subscriptions, events);
-  const checkout = createCheckout({ store, catalog, customers, orders, payments, fulfillments, subscriptions, events });
+  const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, ledger, events);
+  const orders = new OrdersService(store, catalog, customers, ledger);
+  const checkout = createCheckout({ store, catalog, customers, orders, payments, ledger, inbound, fulfillments, subscriptions, events });
   return {
     config,
     store,
@@ -79,12 +85,14 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       orders,
       customers,
       payments,
+      ledger,
+      inbound,
       fulfillments,
       subscriptions,
       gateways,
       events,
       connections,
-      extpayEvents: new ExtpayEventsService(store, checkout, payments),
+      extpayEvents: new ExtpayEventsService(store, checkout, payments, ledger, inbound),
       checkout,
       webhooks,
       mail,

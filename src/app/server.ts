@@ -20,7 +20,7 @@ import { registerEventRoutes } from '../modules/events/routes.ts';
 import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
 import { registerGatewayRoutes } from '../modules/gateways/routes.ts';
 import { registerMailRoutes } from '../modules/mail/routes.ts';
-import { registerPaymentRoutes } from '../modules/payments/routes.ts';
+import { registerPaymentRoutes } from '../modules/ledger/routes.ts';
 import { registerGatewayWebhookRoutes } from '../modules/inbound/routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
 import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';

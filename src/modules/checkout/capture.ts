@@ -14,7 +14,7 @@ export class CaptureUseCase extends UseCase {
     const { order, txn } = await this.store.run(async (db) => {
       const found = await this.orders.rows.findOrder(db, teamId, body.order_number);
       if (!found) throw notFound('Order');
-      const pending = await this.payments.findCapturable(db, teamId, found.id);
+      const pending = await this.ledger.findCapturable(db, teamId, found.id);
       // The webhook (or another Capture) may settle the payment between the two reads: read the
       // order again, so a payment settled meanwhile answers "already captured", not 404.
       return { order: pending ? found : ((await this.orders.rows.findOrder(db, teamId, found.id)) ?? found), txn: pending };

@@ -8,6 +8,7 @@ import type { FirstChargeRequest } from '../payments/attempts.ts';
 import { FIRST_PAYMENT, type FirstStep } from '../payments/first-payment.ts';
 import type { PaymentsService } from '../payments/service.ts';
 import type { OrdersService } from '../orders/service.ts';
+import type { LedgerService } from '../ledger/service.ts';
 import { assertOrderMove, type OrderStatus } from '../orders/states.ts';
 import { type OrderEvent, orderView, type PaymentResult } from '../orders/views.ts';
 
@@ -58,6 +59,7 @@ export interface FirstPaymentDeps {
   events: EventsService;
   recordEvents(trx: Tx, teamId: string, orderId: string, events: OrderEvent[]): Promise<void>;
   orders: OrdersService;
+  ledger: LedgerService;
 }
 
 /**
@@ -72,7 +74,7 @@ export class CardFirstPayment {
   constructor(private readonly d: FirstPaymentDeps) {}
 
   async open(trx: Tx, order: Row<'orders'>, req: FirstChargeRequest): Promise<FirstStep> {
-    if (await this.d.payments.findInFlight(trx, order.team_id, order.id, FIRST_PAYMENT)) {
+    if (await this.d.ledger.findInFlight(trx, order.team_id, order.id, FIRST_PAYMENT)) {
       throw new ApiError('payment_in_progress', 'A payment for this order was sent to the gateway and its outcome is not recorded yet; it is being confirmed. Retry in a moment.');
     }
     await this.reserveCoupon(trx, order);

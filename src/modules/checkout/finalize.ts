@@ -42,7 +42,7 @@ export class FinalizeUseCase extends UseCase {
       const order = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
       if (guard && !(await guard(trx))) return { already: true, view: await this.orders.view(trx, teamId, order) };
       if (order.payment_status === 'completed') return { already: true, view: await this.orders.view(trx, teamId, order) };
-      const settled = await this.payments.settlePending(trx, teamId, txnId, order.customer_id, outcome);
+      const settled = await this.ledger.settlePending(trx, teamId, txnId, order.customer_id, outcome);
       if (!settled) return { already: true, view: await this.orders.view(trx, teamId, order) };
       if (!outcome.approved) {
         assertOrderMove(order.status, 'declined');
@@ -81,7 +81,7 @@ export class FinalizeUseCase extends UseCase {
     return this.store.transaction(async (trx) => {
       const order = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
       if (guard && !(await guard(trx))) return this.orders.view(trx, teamId, order);
-      if (paymentRef) await this.payments.notePaymentRef(trx, teamId, txnId, paymentRef);
+      if (paymentRef) await this.ledger.notePaymentRef(trx, teamId, txnId, paymentRef);
       if (order.payment_status !== 'pending_redirect') return this.orders.view(trx, teamId, order);
       assertOrderMove(order.status, 'pending_external_confirmation');
       const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' });

@@ -9,7 +9,7 @@ import { ATTEMPT_GRACE_MS, recoverUnknownAttempts, type RecoveryTally } from './
 export class ReconcileUseCase extends UseCase {
   /** Attempts whose provider answer was never recorded, older than `graceMs`: see recover.ts. */
   recoverUnknownAttempts(graceMs: number = ATTEMPT_GRACE_MS, log?: Logger): Promise<RecoveryTally> {
-    return recoverUnknownAttempts({ store: this.store, payments: this.payments, uc: this.uc }, graceMs, log);
+    return recoverUnknownAttempts({ store: this.store, payments: this.payments, ledger: this.ledger, uc: this.uc }, graceMs, log);
   }
 
   /** The recovery run found what the gateway did with a first-payment attempt whose answer was lost. */
@@ -32,7 +32,7 @@ export class ReconcileUseCase extends UseCase {
    * as Capture. Payments still waiting for the customer are left alone.
    */
   async reconcilePendingPayments(olderThanMs: number, limit = 50): Promise<{ checked: number; completed: number; declined: number; under_review: number }> {
-    const stale = await this.payments.listStalePending(new Date(Date.now() - olderThanMs), limit);
+    const stale = await this.ledger.listStalePending(new Date(Date.now() - olderThanMs), limit);
     const tally = { checked: 0, completed: 0, declined: 0, under_review: 0 };
     for (const txn of stale) {
       if (txn.connection_id) {

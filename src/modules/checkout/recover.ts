@@ -3,6 +3,7 @@ import type { Store } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome, ReversalOutcome } from '../../providers/provider.ts';
 import type { PaymentsService } from '../payments/service.ts';
+import type { LedgerService } from '../ledger/service.ts';
 import type { UseCases } from './use-case.ts';
 
 /** How long an attempt may stay unanswered before the provider is asked: longer than any provider call's timeout. */
@@ -26,17 +27,17 @@ const NOT_RECEIVED = { code: 'not_received', text: 'The provider has no record o
  * (and keeps blocking a second charge) until the next run: a claim never expires into a new charge.
  */
 export async function recoverUnknownAttempts(
-  deps: { store: Store; payments: PaymentsService; uc: UseCases },
+  deps: { store: Store; payments: PaymentsService; ledger: LedgerService; uc: UseCases },
   graceMs: number = ATTEMPT_GRACE_MS,
   log?: Logger,
   limit = 200,
 ): Promise<RecoveryTally> {
   const tally: RecoveryTally = { checked: 0, approved: 0, declined: 0, not_found: 0, unresolved: 0 };
-  const stale = await deps.payments.listInFlight(new Date(Date.now() - graceMs), limit);
+  const stale = await deps.ledger.listInFlight(new Date(Date.now() - graceMs), limit);
   for (const t of stale) {
     tally.checked++;
     try {
-      const parent = t.parent_id ? await deps.store.run((db) => deps.payments.findTransactionRow(db, t.team_id, t.parent_id!)) : undefined;
+      const parent = t.parent_id ? await deps.store.run((db) => deps.ledger.findTransactionRow(db, t.team_id, t.parent_id!)) : undefined;
       const found = await deps.payments.findAttemptOutcome(t, parent);
       if (found.kind === 'unknown') {
         tally.unresolved++;

@@ -1,6 +1,6 @@
 import { ApiError, notFound } from '../../app/errors.ts';
 import type { Row } from '../../db/schema.ts';
-import { transactionView } from '../payments/service.ts';
+import { transactionView } from '../ledger/service.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import type { RefundBody, VoidBody } from '../orders/schemas.ts';
 import { assertOrderMove, type OrderStatus } from '../orders/states.ts';
@@ -22,7 +22,7 @@ export class ReverseUseCase extends UseCase {
     const { sale, reversal } = await this.store.transaction(async (trx) => {
       const order = await this.orders.rows.findOrder(trx, teamId, orderNumber, { forUpdate: true });
       if (!order) throw notFound('Order');
-      return this.payments.beginReversal(trx, teamId, order.id, kind, target);
+      return this.ledger.beginReversal(trx, teamId, order.id, kind, target);
     });
     const result = await this.payments.sendReversal(teamId, sale, reversal);
     if (result.kind === 'unknown') {
@@ -36,14 +36,14 @@ export class ReverseUseCase extends UseCase {
     const kind = reversal.type as 'refund' | 'void';
     const reversed = await this.store.transaction(async (trx) => {
       const order = (await this.orders.rows.findOrder(trx, teamId, reversal.order_id, { forUpdate: true }))!;
-      const { row: done, settledMeanwhile } = await this.payments.finishReversal(trx, teamId, reversal, result);
+      const { row: done, settledMeanwhile } = await this.ledger.finishReversal(trx, teamId, reversal, result);
       const approved = done.status === 'approved';
       let updated = order;
       if (settledMeanwhile) {
         // The provider's refund event settled it first (and moved the totals): nothing more to count.
       } else if (approved && sale.status === 'pending') {
         // A held extpay payment voided before it settled: no money moved, the order is cancelled.
-        await this.payments.settleExternalSale(trx, teamId, sale.id, { status: 'declined', paymentRef: sale.provider_ref, code: 'voided', message: 'Voided before the provider settled it' });
+        await this.ledger.external.settleExternalSale(trx, teamId, sale.id, { status: 'declined', paymentRef: sale.provider_ref, code: 'voided', message: 'Voided before the provider settled it' });
         assertOrderMove(order.status, 'cancelled');
         updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'cancelled', payment_status: 'voided' });
       } else if (approved) {

@@ -32,7 +32,7 @@ export class UpsellUseCase extends UseCase {
       }
       if (upsell.campaign_id !== order.campaign_id) throw invalid('upsell_id', "is not an upsell of this order's campaign");
       if (!upsell.is_active) throw invalid('upsell_id', 'this upsell is not active');
-      const method = order.payment_method_id ? await this.payments.findPaymentMethod(trx, teamId, order.payment_method_id) : undefined;
+      const method = order.payment_method_id ? await this.ledger.findPaymentMethod(trx, teamId, order.payment_method_id) : undefined;
       if (!method) throw new ApiError('no_saved_payment_method');
       const drafts = await this.orders.priceLines(trx, teamId, order.campaign_id, [{ offer_id: upsell.offer_id, quantity: body.quantity }]);
       const line = { ...drafts[0]!, upsell_id: upsell.id };
@@ -194,14 +194,14 @@ export class UpsellUseCase extends UseCase {
       );
     }
     const txn = await this.store.transaction(async (trx) => {
-      const t = await this.payments.beginExternalUpsell(trx, { teamId, orderId: order.id, amount, currency: order.currency, method, upsellId: line.upsell_id! });
+      const t = await this.ledger.external.beginExternalUpsell(trx, { teamId, orderId: order.id, amount, currency: order.currency, method, upsellId: line.upsell_id! });
       await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
       return t;
     });
     const r = await this.payments.sendExternalUpsell(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
     if (r.kind === 'error') {
       await this.store.transaction(async (trx) => {
-        await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.providerCode ?? r.code, message: r.message });
+        await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.providerCode ?? r.code, message: r.message });
         await this.orders.rows.deleteOrderUpsell(trx, teamId, claimId);
       });
       throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${r.message}`);
@@ -209,11 +209,11 @@ export class UpsellUseCase extends UseCase {
     const answered = await this.store.transaction(async (trx) => {
       const current = (await this.orders.rows.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
       if (r.kind === 'declined') {
-        const t = await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: r.paymentId, code: r.code, message: r.message });
+        const t = await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: r.paymentId, code: r.code, message: r.message });
         return this.applyUpsellOutcome(trx, teamId, current, line, t ?? txn, { approved: false, reason: r.message }, claimId);
       }
       // Accepted (pending, or even paid at once): the provider's payment.succeeded adds the line (spec 4.3).
-      await this.payments.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.paymentId });
+      await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.paymentId });
       await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: txn.id, amount, payment_id: r.paymentId } }]);
       const view = await this.orders.view(trx, teamId, current);
       const text = JSON.stringify({
@@ -243,7 +243,7 @@ export class UpsellUseCase extends UseCase {
       const current = (await this.orders.rows.findOrder(trx, teamId, txn.order_id, { forUpdate: true }))!;
       if (!(await guard(trx))) return false;
       const claim = await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, txn.id);
-      const settled = await this.payments.settleExternalSale(
+      const settled = await this.ledger.external.settleExternalSale(
         trx,
         teamId,
         txn.id,

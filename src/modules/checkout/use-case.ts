@@ -5,6 +5,8 @@ import type { EventsService } from '../events/service.ts';
 import type { FulfillmentsService } from '../fulfillments/service.ts';
 import type { OrdersService } from '../orders/service.ts';
 import type { PaymentsService } from '../payments/service.ts';
+import type { LedgerService } from '../ledger/service.ts';
+import type { InboundService } from '../inbound/service.ts';
 import type { SubscriptionsService } from '../subscriptions/service.ts';
 import type { ExtpayEffects } from '../inbound/extpay-effects.ts';
 import type { GatewayEvents } from '../inbound/gateway-events.ts';
@@ -24,6 +26,8 @@ export interface CheckoutDeps {
   customers: CustomersService;
   orders: OrdersService;
   payments: PaymentsService;
+  ledger: LedgerService;
+  inbound: InboundService;
   fulfillments: FulfillmentsService;
   subscriptions: SubscriptionsService;
   events: EventsService;
@@ -49,6 +53,8 @@ export abstract class UseCase {
   protected readonly customers: CustomersService;
   protected readonly orders: OrdersService;
   protected readonly payments: PaymentsService;
+  protected readonly ledger: LedgerService;
+  protected readonly inbound: InboundService;
   protected readonly fulfillments: FulfillmentsService;
   protected readonly subscriptions: SubscriptionsService;
   protected readonly events: EventsService;
@@ -62,6 +68,8 @@ export abstract class UseCase {
     this.customers = d.customers;
     this.orders = d.orders;
     this.payments = d.payments;
+    this.ledger = d.ledger;
+    this.inbound = d.inbound;
     this.fulfillments = d.fulfillments;
     this.subscriptions = d.subscriptions;
     this.events = d.events;

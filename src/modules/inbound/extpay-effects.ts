@@ -1,7 +1,7 @@
 import type { Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ExtpayDispute, ExtpayRefund, ExtpaySetupIntent } from '../../providers/extpay/types.ts';
-import { disputeView, transactionView } from '../payments/service.ts';
+import { disputeView, transactionView } from '../ledger/service.ts';
 import { type OrderEvent } from '../orders/views.ts';
 import { canMove, type OrderStatus } from '../orders/states.ts';
 import { UseCase } from '../checkout/use-case.ts';
@@ -29,7 +29,7 @@ export class ExtpayEffects extends UseCase {
    */
   async applyExternalRefund(teamId: string, sale: Row<'transactions'>, refund: ExtpayRefund, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
     return this.onceUnderOrderLock(teamId, sale.order_id, guard, async (trx, order) => {
-      const res = await this.payments.settleExternalRefund(trx, teamId, sale, refund);
+      const res = await this.ledger.external.settleExternalRefund(trx, teamId, sale, refund);
       if (res.change === 'unchanged' || !res.transaction) return;
       let updated = order;
       if (res.delta !== 0) {
@@ -58,8 +58,8 @@ export class ExtpayEffects extends UseCase {
    */
   async applyExternalDispute(teamId: string, sale: Row<'transactions'>, d: ExtpayDispute, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
     return this.onceUnderOrderLock(teamId, sale.order_id, guard, async (trx, order) => {
-      const before = (await this.payments.listOrderDisputes(trx, teamId, order.id)).find((x) => x.provider_ref === d.id);
-      const rec = await this.payments.recordExternalDispute(trx, teamId, sale, d);
+      const before = (await this.ledger.listOrderDisputes(trx, teamId, order.id)).find((x) => x.provider_ref === d.id);
+      const rec = await this.ledger.external.recordExternalDispute(trx, teamId, sale, d);
       const reason = d.reason ?? 'no reason given';
       const qa = `Dispute ${d.id}: ${d.status.replace(/_/g, ' ')} (${reason})`;
       const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { needs_qa: true, qa_reason: qa });
@@ -84,7 +84,7 @@ export class ExtpayEffects extends UseCase {
   /** setup_intent.succeeded (spec 6.1): the payment method the provider saved for the order's customer. */
   async saveExternalMethod(teamId: string, checkout: Row<'transactions'>, s: ExtpaySetupIntent, guard: (trx: Tx) => Promise<boolean>): Promise<'processed' | 'duplicate'> {
     return this.onceUnderOrderLock(teamId, checkout.order_id, guard, async (trx, order) => {
-      const method = await this.payments.saveExternalMethod(trx, teamId, order.customer_id, checkout, s, order.is_test);
+      const method = await this.ledger.external.saveExternalMethod(trx, teamId, order.customer_id, checkout, s, order.is_test);
       if (!order.payment_method_id && order.payment_status === 'completed') await this.orders.rows.updateOrder(trx, teamId, order.id, { payment_method_id: method.id });
       await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment_method.saved', data: { payment_method: method.id, brand: method.brand, last4: method.last4 } }]);
     });

@@ -5,6 +5,8 @@ import { paymentOutcome } from '../../providers/extpay/status.ts';
 import type { ExtpayPayment } from '../../providers/extpay/types.ts';
 import type { ExtpayWebhookEvent } from '../../providers/extpay/webhook.ts';
 import type { PaymentsService } from '../payments/service.ts';
+import type { LedgerService } from '../ledger/service.ts';
+import type { InboundService } from './service.ts';
 import { paidExternally } from '../checkout/finalize.ts';
 import type { UseCases } from '../checkout/use-case.ts';
 
@@ -39,14 +41,16 @@ export class ExtpayEventsService {
     private readonly store: Store,
     private readonly uc: UseCases,
     private readonly payments: PaymentsService,
+    private readonly ledger: LedgerService,
+    private readonly inbound: InboundService,
   ) {}
 
   async apply(conn: Row<'extpay_connections'>, event: ExtpayWebhookEvent): Promise<InboundResult> {
     const teamId = conn.team_id;
     const source = `extpay:${conn.id}`;
-    if (await this.store.run((db) => this.payments.inboundSeen(db, source, event.id))) return 'duplicate';
+    if (await this.store.run((db) => this.inbound.inboundSeen(db, source, event.id))) return 'duplicate';
     let fresh = false;
-    const guard = async (trx: Tx) => (fresh = await this.payments.recordInbound(trx, source, event.id, teamId, event.rawType, summary(event)));
+    const guard = async (trx: Tx) => (fresh = await this.inbound.recordInbound(trx, source, event.id, teamId, event.rawType, summary(event)));
     const only = async (): Promise<InboundResult> => {
       await this.store.transaction((trx) => guard(trx));
       return fresh ? 'ignored' : 'duplicate';
@@ -66,21 +70,21 @@ export class ExtpayEventsService {
       }
       case 'refund.created':
       case 'refund.updated': {
-        const sale = event.refund.paymentId ? await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, event.refund.paymentId!)) : undefined;
+        const sale = event.refund.paymentId ? await this.store.run((db) => this.ledger.external.findExternalSale(db, teamId, conn.id, event.refund.paymentId!)) : undefined;
         if (!sale) return only();
         const refund = await this.payments.currentRefund(teamId, conn.id, event.refund);
         return done(await this.uc.extpayEffects.applyExternalRefund(teamId, sale, refund, guard));
       }
       case 'dispute.created':
       case 'dispute.updated': {
-        const sale = event.dispute.paymentId ? await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, event.dispute.paymentId!)) : undefined;
+        const sale = event.dispute.paymentId ? await this.store.run((db) => this.ledger.external.findExternalSale(db, teamId, conn.id, event.dispute.paymentId!)) : undefined;
         if (!sale) return only();
         const dispute = await this.payments.currentDispute(teamId, conn.id, event.dispute);
         return done(await this.uc.extpayEffects.applyExternalDispute(teamId, sale, dispute, guard));
       }
       case 'setup_intent.succeeded': {
         const s = event.setupIntent;
-        const first = await this.store.run((db) => this.payments.findFirstPaymentFor(db, teamId, conn.id, { metadata: s.metadata, planId: null }));
+        const first = await this.store.run((db) => this.ledger.external.findFirstPaymentFor(db, teamId, conn.id, { metadata: s.metadata, planId: null }));
         if (!first?.checkout_ref || !s.paymentMethodId) return only();
         return done(await this.uc.extpayEffects.saveExternalMethod(teamId, first, s, guard));
       }
@@ -121,12 +125,12 @@ export class ExtpayEventsService {
       return done(await this.uc.renewals.renewalFailed(teamId, p, membership, guard));
     }
 
-    const sale = await this.store.run((db) => this.payments.findExternalSale(db, teamId, conn.id, p.id));
+    const sale = await this.store.run((db) => this.ledger.external.findExternalSale(db, teamId, conn.id, p.id));
     if (sale?.upsell_id) {
       const outcome = approved ? { approved: true as const, paymentRef: p.id } : { approved: false as const, paymentRef: p.id, ...decline };
       return done(await this.uc.upsell.settleExternalUpsell(teamId, sale, outcome, guard));
     }
-    const first = sale ?? (await this.store.run((db) => this.payments.findFirstPaymentFor(db, teamId, conn.id, p)));
+    const first = sale ?? (await this.store.run((db) => this.ledger.external.findFirstPaymentFor(db, teamId, conn.id, p)));
     if (first && !first.upsell_id) {
       if (approved) {
         // Settled already (Capture or an earlier delivery won): the finalize only records this event, no provider read needed.
@@ -137,7 +141,7 @@ export class ExtpayEventsService {
     }
     // Not ours, unless an upsell charge is between the provider's answer and our record of its
     // payment id: then the provider should deliver again in a moment.
-    if (await this.store.run((db) => this.payments.hasUpsellInFlight(db, teamId, conn.id))) throw new ApiError('webhook_not_ready');
+    if (await this.store.run((db) => this.ledger.external.hasUpsellInFlight(db, teamId, conn.id))) throw new ApiError('webhook_not_ready');
     return only();
   }
 }

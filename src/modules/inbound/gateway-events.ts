@@ -15,8 +15,8 @@ export class GatewayEvents extends UseCase {
   ): Promise<'processed' | 'duplicate' | 'ignored'> {
     const teamId = gateway.team_id;
     let fresh = false;
-    const guard = async (trx: Tx) => (fresh = await this.payments.recordInbound(trx, `gateway:${gateway.id}`, event.id, teamId, event.type, payload));
-    const txn = await this.store.run((db) => this.payments.findByProviderRef(db, teamId, gateway.id, event.paymentId));
+    const guard = async (trx: Tx) => (fresh = await this.inbound.recordInbound(trx, `gateway:${gateway.id}`, event.id, teamId, event.type, payload));
+    const txn = await this.store.run((db) => this.ledger.findByProviderRef(db, teamId, gateway.id, event.paymentId));
     if (!txn) {
       await this.store.transaction((trx) => guard(trx));
       return fresh ? 'ignored' : 'duplicate';

@@ -5,11 +5,8 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Address, NewRow, Row } from '../../db/schema.ts';
 import type { CatalogService } from '../catalog/service.ts';
-import type { EventsService } from '../events/service.ts';
-import type { FulfillmentsService } from '../fulfillments/service.ts';
-import { type SubscriptionsService } from '../subscriptions/service.ts';
 import { type CustomersService, normalizeEmail } from '../customers/service.ts';
-import { disputeView, type PaymentsService, transactionView } from '../payments/service.ts';
+import { disputeView, type LedgerService, transactionView } from '../ledger/service.ts';
 import * as repo from './repo.ts';
 import { type OrderEvent, orderView, type OrderView } from './views.ts';
 import type { CreateLeadBody } from './schemas.ts';
@@ -51,10 +48,7 @@ export class OrdersService {
     private readonly store: Store,
     private readonly catalog: CatalogService,
     private readonly customers: CustomersService,
-    private readonly payments: PaymentsService,
-    private readonly fulfillments: FulfillmentsService,
-    private readonly subscriptions: SubscriptionsService,
-    private readonly events: EventsService,
+    private readonly ledger: LedgerService,
   ) {}
 
   /** The order rows the checkout use cases, inbound events and renewals may read and write (always under the order's row lock). */
@@ -268,8 +262,8 @@ export class OrdersService {
       const [view, events, transactions, disputes] = [
         await this.view(db, teamId, order),
         await repo.eventsOf(db, teamId, order.id),
-        await this.payments.orderTransactions(db, teamId, order.id),
-        await this.payments.listOrderDisputes(db, teamId, order.id),
+        await this.ledger.orderTransactions(db, teamId, order.id),
+        await this.ledger.listOrderDisputes(db, teamId, order.id),
       ];
       return {
         ...view,

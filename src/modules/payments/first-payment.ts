@@ -5,7 +5,7 @@ import type { ChargeOutcome, ChargeRequest } from '../../providers/provider.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
 import { type CardSummary, summarizeCard } from './card.ts';
-import * as repo from './repo.ts';
+import type { LedgerService } from '../ledger/service.ts';
 import { attemptRow, type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
 
 /**
@@ -22,7 +22,10 @@ export type FirstStep =
 export const FIRST_PAYMENT = 'first_payment';
 
 export class FirstPaymentLedger {
-  constructor(private readonly gateways: GatewaysService) {}
+  constructor(
+    private readonly gateways: GatewaysService,
+    private readonly ledger: LedgerService,
+  ) {}
 
   /** Routing precedence (spec 2.1): explicit gateway or router, then the campaign's router, then its gateway. */
   async plan(trx: Tx, teamId: string, route: RouteRequest): Promise<PaymentPlan> {
@@ -45,7 +48,7 @@ export class FirstPaymentLedger {
     const card = summarizeCard(req.card);
     if (await this.gateways.isBinBlocked(trx, req.teamId, req.card.number)) {
       const text = `The card's BIN ${card.bin} is blocked by this merchant.`;
-      const t = await repo.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, code: 'bin_blocked', text }));
+      const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, code: 'bin_blocked', text }));
       return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'bin_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
     }
     const plan = await this.plan(trx, req.teamId, req.route);
@@ -54,7 +57,7 @@ export class FirstPaymentLedger {
       const gatewayId = plan.candidates[0]?.gateway.id ?? null;
       const id = newId('transaction');
       const method = await this.saveMethod(trx, req, card, gatewayId, null, id, true);
-      const t = await repo.insertTransaction(trx, {
+      const t = await this.ledger.rows.insertTransaction(trx, {
         ...attemptRow(req, card, { id, status: 'approved', gatewayId, routerId: plan.routerId, code: 'test_card', text: 'Approved: test card (no gateway was called)' }),
         provider_ref: `test_${id}`,
         is_test: true,
@@ -79,7 +82,7 @@ export class FirstPaymentLedger {
         plan.skipped.push({ gateway_id: gateway.id, reason: 'monthly_cap_reached' });
         continue;
       }
-      const attempt = await repo.insertTransaction(trx, {
+      const attempt = await this.ledger.rows.insertTransaction(trx, {
         ...attemptRow(req, card, { status: 'pending', gatewayId: gateway.id, routerId: plan.routerId, attempt: tried + 1, code: 'in_flight', text: 'Sent to the gateway; waiting for its answer' }),
         step: FIRST_PAYMENT,
         in_flight: true,
@@ -95,7 +98,7 @@ export class FirstPaymentLedger {
     const text = plan.skipped.length
       ? `No payment gateway is available: ${plan.skipped.map((s) => `${s.gateway_id} ${s.reason.replace(/_/g, ' ')}`).join(', ')}.`
       : 'No payment gateway is configured for this campaign.';
-    const t = await repo.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text }));
+    const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text }));
     return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'no_route', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
   }
 
@@ -151,7 +154,7 @@ export class FirstPaymentLedger {
       method = await this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
     }
     const status = outcome.kind === 'approved' ? 'approved' : outcome.kind === 'declined' ? 'declined' : 'pending';
-    const t = await repo.closeAttempt(trx, teamId, attempt.id, {
+    const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt.id, {
       status,
       provider_ref: outcome.providerRef,
       auth_code: outcome.kind === 'approved' ? outcome.authCode : null,
@@ -161,7 +164,7 @@ export class FirstPaymentLedger {
     });
     if (!t) return null;
     if (status === 'declined') await this.releaseVolume(trx, t);
-    return { transaction: t, paymentMethod: method ?? (attempt.payment_method_id ? ((await repo.findPaymentMethod(trx, teamId, attempt.payment_method_id)) ?? null) : null) };
+    return { transaction: t, paymentMethod: method ?? (attempt.payment_method_id ? ((await this.ledger.rows.findPaymentMethod(trx, teamId, attempt.payment_method_id)) ?? null) : null) };
   }
 
   /** A declined or abandoned attempt gives back the volume it reserved on its gateway. */
@@ -170,7 +173,7 @@ export class FirstPaymentLedger {
   }
 
   private saveMethod(trx: Tx, req: { teamId: string; customerId: string }, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean) {
-    return repo.insertPaymentMethod(trx, {
+    return this.ledger.rows.insertPaymentMethod(trx, {
       id: newId('paymentMethod'),
       team_id: req.teamId,
       customer_id: req.customerId,

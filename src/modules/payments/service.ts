@@ -1,8 +1,6 @@
-import { ApiError, invalid, notFound } from '../../app/errors.ts';
+import { ApiError, invalid } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
-import { iso } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
-import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import { type CardProviders, type CardProvider, type ChargeOutcome, type ChargeRequest, type Found, type Payer, providerFor, type ReversalOutcome } from '../../providers/provider.ts';
 import type {
@@ -11,13 +9,10 @@ import type {
   ExtpayEmbedCheckout,
   ExtpayError,
   ExtpayMembership,
-  ExtpayPayment,
   ExtpayPaymentResult,
   ExtpayProviderAdapter,
   ExtpayRefund,
-  ExtpaySetupIntent,
 } from '../../providers/extpay/types.ts';
-import { disputeIsChargeback, EXTPAY_REFUND_STATES } from '../../providers/extpay/status.ts';
 import { embedCheckout, renewalPlanFor } from '../../providers/extpay/wire.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
@@ -25,55 +20,7 @@ import type { PaymentInput } from '../orders/schemas.ts';
 import type { CardInput, CardSummary } from './card.ts';
 import { attemptRow } from './attempts.ts';
 import { FirstPaymentLedger } from './first-payment.ts';
-import * as repo from './repo.ts';
-
-/** The response code of an extpay refund the provider accepted but has not settled. */
-export const EXTPAY_REFUND_REQUESTED = 'refund_requested';
-
-export function transactionView(t: Row<'transactions'>) {
-  return {
-    object: 'transaction' as const,
-    id: t.id,
-    order_number: t.order_id,
-    parent_id: t.parent_id,
-    type: t.type,
-    status: t.status,
-    amount: t.amount,
-    currency: t.currency,
-    gateway_id: t.gateway_id,
-    router_id: t.router_id,
-    attempt: t.attempt,
-    upsell_id: t.upsell_id,
-    provider_ref: t.provider_ref,
-    auth_code: t.auth_code,
-    response_code: t.response_code,
-    response_text: t.response_text,
-    card: t.card_last4 ? { brand: t.card_brand, bin: t.card_bin, last4: t.card_last4, exp: t.card_exp } : null,
-    connection_id: t.connection_id,
-    provisional: t.provisional,
-    requested_amount: t.requested_amount,
-    is_test: t.is_test,
-    created_at: iso(t.created_at),
-  };
-}
-export type TransactionView = ReturnType<typeof transactionView>;
-
-export function disputeView(d: Row<'disputes'>) {
-  return {
-    object: 'dispute' as const,
-    id: d.id,
-    order_number: d.order_id,
-    transaction_id: d.transaction_id,
-    provider_ref: d.provider_ref,
-    status: d.status,
-    reason: d.reason,
-    amount: d.amount,
-    currency: d.currency,
-    chargeback_transaction_id: d.chargeback_id,
-    created_at: iso(d.created_at),
-    updated_at: iso(d.updated_at),
-  };
-}
+import type { LedgerService } from '../ledger/service.ts';
 
 import { type RouteRequest, routeTarget } from './attempts.ts';
 export { type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
@@ -109,36 +56,28 @@ export type FirstPaymentOutcome =
   | { approved: true; paymentMethod: string | null; external?: ExternalPaid }
   | { approved: false; code: string; message: string; paymentRef?: string | null };
 
-export interface ListTransactionsQuery {
-  limit: number;
-  starting_after?: string | undefined;
-  created_gte?: Date | undefined;
-  created_lte?: Date | undefined;
-  order_number?: string | undefined;
-  status?: string | undefined;
-  type?: string | undefined;
-  is_test?: boolean | undefined;
-}
-
 export function cardOf(payment: PaymentInput): CardInput | null {
   if (payment.method !== 'card' || !payment.card_number || !payment.card_exp || !payment.card_cvv) return null;
   return { number: payment.card_number, exp: payment.card_exp, cvv: payment.card_cvv };
 }
 
+import { EXTPAY_REFUND_REQUESTED } from '../ledger/views.ts';
+
 /**
- * The card payment core. Provider calls happen outside any database transaction; each
- * attempt is written as a transaction row as soon as its answer is known, so a crash
- * mid-cascade leaves a record of every charge the gateways saw.
+ * Payments: routing, the card providers and the external checkout provider. Every provider call that
+ * can move money is an attempt written in the ledger first (atomic phases); this module decides
+ * where a charge goes and speaks to the provider, the ledger keeps the record.
  */
 export class PaymentsService {
   constructor(
     private readonly store: Store,
     private readonly gateways: GatewaysService,
+    private readonly ledger: LedgerService,
     private readonly providers: CardProviders,
     private readonly connections: ConnectionsService,
     private readonly extpay: ExtpayProviderAdapter,
   ) {
-    this.first = new FirstPaymentLedger(gateways);
+    this.first = new FirstPaymentLedger(gateways, ledger);
   }
 
   /** The first payment's phases (routing, salvage, attempts). */
@@ -193,7 +132,7 @@ export class PaymentsService {
     });
     const done = async (status: 'approved' | 'declined', code: string, text: string, isTest: boolean): Promise<UpsellStep> => {
       const id = newId('transaction');
-      const t = await repo.insertTransaction(trx, { ...base(id, status, code, text, m.gateway_id), provider_ref: status === 'approved' && code === 'test_card' ? `test_${id}` : null, is_test: isTest });
+      const t = await this.ledger.rows.insertTransaction(trx, { ...base(id, status, code, text, m.gateway_id), provider_ref: status === 'approved' && code === 'test_card' ? `test_${id}` : null, is_test: isTest });
       const outcome: ChargeOutcome =
         status === 'approved'
           ? { kind: 'approved', providerRef: t.provider_ref ?? `none_${id}`, authCode: null, code, text, vaultRef: null }
@@ -208,7 +147,7 @@ export class PaymentsService {
     const month = await this.gateways.reserveVolume(trx, req.teamId, gateway, null, req.amount);
     if (!month) return done('declined', 'no_route', `No payment gateway is available: ${gateway.id} monthly cap reached.`, false);
     const id = newId('transaction');
-    const attempt = await repo.insertTransaction(trx, {
+    const attempt = await this.ledger.rows.insertTransaction(trx, {
       ...base(id, 'pending', 'in_flight', 'Sent to the gateway; waiting for its answer', gateway.id),
       in_flight: true,
       volume_month: month,
@@ -237,18 +176,6 @@ export class PaymentsService {
     return this.first.close(trx, teamId, customerId, attempt, outcome, null);
   }
 
-  findTransactionRow(db: Executor, teamId: string, id: string) {
-    return repo.findTransaction(db, teamId, id);
-  }
-
-  findInFlight(db: Executor, teamId: string, orderId: string, step: string) {
-    return repo.findInFlight(db, teamId, orderId, step);
-  }
-
-  listInFlight(olderThan: Date, limit: number) {
-    return this.store.run((db) => repo.listInFlight(db, olderThan, limit));
-  }
-
   /**
    * The recovery run's question: what did the provider do with this attempt? Asked by our attempt
    * id (the gateway's order id / reference); `not_found` when it never saw it.
@@ -264,75 +191,6 @@ export class PaymentsService {
     return provider.findCharge(account, t.id);
   }
 
-
-  findPaymentMethod(db: Executor, teamId: string, id: string) {
-    return repo.findPaymentMethod(db, teamId, id);
-  }
-
-  orderTransactions(db: Executor, teamId: string, orderId: string) {
-    return repo.listOrderTransactions(db, teamId, orderId);
-  }
-
-  /**
-   * Opens a refund or void against an approved sale under the sale's row lock: the pending
-   * row counts against the balance at once, so concurrent refunds cannot exceed it.
-   */
-  async beginReversal(
-    trx: Tx,
-    teamId: string,
-    orderId: string,
-    kind: 'refund' | 'void',
-    target: { transactionId?: string | undefined; amount?: number | undefined },
-  ): Promise<{ sale: Row<'transactions'>; reversal: Row<'transactions'> }> {
-    // An extpay payment whose money the provider holds (known id, not settled) can be voided too (spec 4.5).
-    const heldExternally = (t: Row<'transactions'>) => kind === 'void' && t.status === 'pending' && t.connection_id !== null && t.provider_ref !== null;
-    const sales = (await repo.listOrderTransactions(trx, teamId, orderId)).filter((t) => t.type === 'sale' && (t.status === 'approved' || heldExternally(t)));
-    let sale: Row<'transactions'> | undefined;
-    if (target.transactionId) {
-      sale = sales.find((s) => s.id === target.transactionId);
-      if (!sale) throw invalid('transaction_id', 'no approved charge with this id on this order');
-    } else {
-      // Without an id: the order's first charge (the initial purchase); upsell charges are named by id.
-      sale = sales[0];
-      if (!sale) throw new ApiError('conflict', 'This order has no approved charge to reverse.');
-    }
-    const locked = (await repo.findTransaction(trx, teamId, sale!.id, { forUpdate: true }))!;
-    const { refunded, voided } = await repo.reversedAmount(trx, teamId, locked.id);
-    if (voided) throw new ApiError('conflict', `Charge ${locked.id} has been voided.`);
-    const remaining = locked.amount - refunded;
-    let amount: number;
-    if (kind === 'void') {
-      if (refunded > 0) throw new ApiError('conflict', `Charge ${locked.id} has refunds; refund the rest instead of voiding.`);
-      amount = locked.amount;
-    } else {
-      if (remaining <= 0) throw new ApiError('conflict', `Charge ${locked.id} is fully refunded.`);
-      amount = target.amount ?? remaining;
-      if (amount > remaining) throw invalid('amount', `exceeds the refundable balance of ${remaining} (charged ${locked.amount}, refunded ${refunded})`);
-    }
-    // Phase 1: committed in flight before the provider hears of it; it counts against the balance at once.
-    const reversalId = newId('transaction');
-    const reversal = await repo.insertTransaction(trx, {
-      id: reversalId,
-      team_id: teamId,
-      order_id: orderId,
-      parent_id: locked.id,
-      type: kind,
-      step: `${kind}:${reversalId}`,
-      in_flight: true,
-      status: 'pending',
-      amount,
-      currency: locked.currency,
-      gateway_id: locked.gateway_id,
-      payment_method_id: locked.payment_method_id,
-      card_brand: locked.card_brand,
-      card_bin: locked.card_bin,
-      card_last4: locked.card_last4,
-      card_exp: locked.card_exp,
-      is_test: locked.is_test,
-    });
-    return { sale: locked, reversal };
-  }
-
   /** Phase 2 of a refund or void: sent to the charge's provider (test-card charges never reached one). Outside any transaction. */
   async sendReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<ReversalOutcome> {
     if (sale.connection_id) return this.sendExternalReversal(teamId, sale, reversal);
@@ -344,26 +202,6 @@ export class PaymentsService {
     const account = this.gateways.account(gateway);
     const req = { attemptId: reversal.id, chargeRef: sale.provider_ref, amount: reversal.amount, currency: reversal.currency };
     return reversal.type === 'void' ? this.provider(gateway).void(account, req) : this.provider(gateway).refund(account, req);
-  }
-
-  /**
-   * Records the provider's answer to a refund or void. `settledMeanwhile`: the provider's own
-   * event (extpay refund.created) already settled this row while the call was out; it is left as
-   * that event made it, and the order's totals were moved then.
-   */
-  async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: Exclude<ReversalOutcome, { kind: 'unknown' }>): Promise<{ row: Row<'transactions'>; settledMeanwhile: boolean }> {
-    const current = (await repo.findTransaction(trx, teamId, reversal.id, { forUpdate: true }))!;
-    if (current.status !== 'pending') return { row: current, settledMeanwhile: true };
-    const row = await repo.updateTransaction(trx, teamId, reversal.id, {
-      status: result.kind === 'approved' ? 'approved' : 'declined',
-      in_flight: false,
-      ...(result.providerRef ? { provider_ref: result.providerRef } : {}),
-      response_code: result.code,
-      response_text: result.text,
-      // extpay (spec 4.5): the amount asked for stands until refund.created carries what settled.
-      ...(result.kind === 'approved' && result.code === EXTPAY_REFUND_REQUESTED ? { provisional: true, requested_amount: reversal.amount } : {}),
-    });
-    return { row, settledMeanwhile: false };
   }
 
   /** extpay: refunds and voids go to the provider, which is merchant of record (spec 4.5). */
@@ -378,7 +216,7 @@ export class PaymentsService {
       if (r.kind === 'voided') return { kind: 'approved', providerRef: r.paymentId, code: 'voided', text: 'Voided at the provider' };
       return { kind: 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
     }
-    const full = reversal.amount === sale.amount && (await this.store.run((db) => repo.reversedAmount(db, teamId, sale.id))).refunded === reversal.amount;
+    const full = reversal.amount === sale.amount && (await this.store.run((db) => this.ledger.rows.reversedAmount(db, teamId, sale.id))).refunded === reversal.amount;
     const r = await this.extpay.refundPayment(connection, { paymentId: sale.provider_ref, ...(full ? {} : { amount: reversal.amount }), idempotencyKey: reversal.id });
     if (r.kind === 'refund_requested') {
       // No refund id yet: refund.created names it, and settles this row (repo.findRefundToSettle).
@@ -427,7 +265,7 @@ export class PaymentsService {
     });
     if (r.kind === 'error') throw new ApiError('gateway_unavailable', `The external checkout provider could not open a checkout: ${r.message}`);
     const transaction = await this.store.run((db) =>
-      repo.insertTransaction(db, {
+      this.ledger.rows.insertTransaction(db, {
         id: attemptId,
         team_id: req.teamId,
         order_id: req.orderId,
@@ -518,38 +356,14 @@ export class PaymentsService {
     });
   }
 
-  /** The order's first-payment transaction awaiting the customer or the gateway (Capture's target). */
-  async findCapturable(db: Executor, teamId: string, orderId: string): Promise<Row<'transactions'> | undefined> {
-    const all = await repo.listOrderTransactions(db, teamId, orderId);
-    return all.filter((t) => t.type === 'sale' && t.status === 'pending' && !t.upsell_id && (t.provider_ref || t.plan_ref)).at(-1);
-  }
-
   /** Whether the order's latest first-payment attempt went to a gateway that redirects (3-D Secure) and was answered there. */
   async lastFirstPaymentWasRedirected(teamId: string, orderId: string): Promise<boolean> {
     return this.store.run(async (db) => {
-      const last = (await repo.listOrderTransactions(db, teamId, orderId)).filter((t) => t.type === 'sale' && !t.upsell_id).at(-1);
+      const last = (await this.ledger.rows.listOrderTransactions(db, teamId, orderId)).filter((t) => t.type === 'sale' && !t.upsell_id).at(-1);
       if (!last?.gateway_id || !last.provider_ref) return false;
       const gateway = await this.gateways.findGateway(db, teamId, last.gateway_id);
       return gateway ? this.provider(gateway).capabilities.redirect : false;
     });
-  }
-
-  /** Inbound provider events, one row per (source, event id): false when this one was seen before. */
-  async recordInbound(trx: Tx, source: string, eventId: string, teamId: string, type: string, payload: Record<string, unknown>): Promise<boolean> {
-    return repo.insertInbound(trx, { id: newId('inboundWebhook'), source, event_id: eventId, team_id: teamId, type, payload: JSON.stringify(payload) });
-  }
-
-  /** Whether an inbound event was already applied (a cheap early answer; the effect's own transaction decides). */
-  inboundSeen(db: Executor, source: string, eventId: string): Promise<boolean> {
-    return repo.inboundSeen(db, source, eventId);
-  }
-
-  listStalePending(olderThan: Date, limit: number) {
-    return this.store.run((db) => repo.listStalePending(db, olderThan, limit));
-  }
-
-  findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string) {
-    return repo.findByProviderRef(db, teamId, gatewayId, providerRef);
   }
 
   /** Asks the gateway where a pending payment stands (Capture, the watchdog). Outside any transaction. */
@@ -559,111 +373,6 @@ export class PaymentsService {
       return { kind: 'unknown', providerRef: txn.provider_ref, code: 'not_capturable', text: 'This payment cannot be re-checked with its gateway.' };
     }
     return this.provider(gateway).retrieve(this.gateways.account(gateway), txn.provider_ref);
-  }
-
-  /**
-   * Settles a pending first payment in the caller's transaction (which holds the order's row
-   * lock): approved saves the payment method for merchant-initiated follow-ups (a gateway vault
-   * token, or for extpay the provider's member and, once known, its payment method); declined
-   * closes it. Returns null when the transaction was already settled (the other path won).
-   */
-  async settlePending(
-    trx: Tx,
-    teamId: string,
-    txnId: string,
-    customerId: string,
-    outcome: FirstPaymentOutcome,
-  ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Row<'payment_methods'> | null } | null> {
-    const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
-    if (!txn || txn.status !== 'pending') return null;
-    if (!outcome.approved) {
-      const t = await repo.updateTransaction(trx, teamId, txn.id, {
-        status: 'declined',
-        response_code: outcome.code,
-        response_text: outcome.message,
-        ...(outcome.paymentRef ? { provider_ref: outcome.paymentRef } : {}),
-      });
-      return { transaction: t, paymentMethod: null };
-    }
-    const ext = outcome.external;
-    if (ext && txn.connection_id) {
-      const method = txn.checkout_ref
-        ? await repo.upsertExtpayMethod(trx, {
-            id: newId('paymentMethod'),
-            team_id: teamId,
-            customer_id: customerId,
-            connection_id: txn.connection_id,
-            member_ref: ext.memberRef,
-            vault_ref: null,
-            original_ref: txn.checkout_ref,
-            brand: ext.cardBrand ?? 'unknown',
-            bin: '',
-            last4: ext.cardLast4 ?? '',
-            exp: '',
-            is_test: txn.is_test,
-          })
-        : null;
-      const t = await repo.updateTransaction(trx, teamId, txn.id, {
-        status: 'approved',
-        provider_ref: ext.paymentRef,
-        response_code: 'paid',
-        response_text: 'Paid at the external checkout provider',
-        card_brand: ext.cardBrand,
-        card_last4: ext.cardLast4,
-        payment_method_id: method?.id ?? null,
-      });
-      return { transaction: t, paymentMethod: method };
-    }
-    const method = await repo.insertPaymentMethod(trx, {
-      id: newId('paymentMethod'),
-      team_id: teamId,
-      customer_id: customerId,
-      gateway_id: txn.gateway_id,
-      vault_ref: outcome.paymentMethod,
-      original_ref: txn.provider_ref,
-      brand: txn.card_brand ?? 'unknown',
-      bin: txn.card_bin ?? '',
-      last4: txn.card_last4 ?? '',
-      exp: txn.card_exp ?? '',
-      is_test: txn.is_test,
-    });
-    const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'approved', response_code: 'succeeded', response_text: 'Approved after 3-D Secure', payment_method_id: method.id });
-    return { transaction: t, paymentMethod: method };
-  }
-
-  /** extpay: the provider's payment id for a first payment still pending (learned at Capture 202 or from a webhook). */
-  async notePaymentRef(trx: Tx, teamId: string, txnId: string, paymentRef: string): Promise<void> {
-    const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
-    if (txn && txn.status === 'pending' && !txn.provider_ref) await repo.updateTransaction(trx, teamId, txnId, { provider_ref: paymentRef });
-  }
-
-  // ---- extpay after the checkout: upsells, renewals, refunds, disputes, saved methods ----
-
-  /** The sale a provider payment id names on one connection (first payment once known, upsell, renewal). */
-  findExternalSale(db: Executor, teamId: string, connectionId: string, paymentRef: string, opts: { forUpdate?: boolean } = {}) {
-    return repo.findExternalSale(db, teamId, connectionId, paymentRef, opts);
-  }
-
-  /**
-   * The first payment a provider payment settles: named by the checkout's metadata (our attempt id,
-   * copied by the provider onto the payment), else by the checkout's plan (unique to one checkout).
-   */
-  async findFirstPaymentFor(db: Executor, teamId: string, connectionId: string, p: { metadata: Record<string, unknown>; planId: string | null }) {
-    const attempt = typeof p.metadata.attempt_id === 'string' ? p.metadata.attempt_id : null;
-    if (attempt) {
-      const t = await repo.findTransaction(db, teamId, attempt);
-      if (t && t.connection_id === connectionId && t.type === 'sale' && !t.upsell_id) return t;
-    }
-    if (p.planId) {
-      const t = await repo.findPendingByPlan(db, teamId, connectionId, p.planId);
-      if (t && !t.upsell_id) return t;
-    }
-    return undefined;
-  }
-
-  /** Whether an upsell charge was sent on this connection and its payment id is not recorded yet. */
-  hasUpsellInFlight(db: Executor, teamId: string, connectionId: string) {
-    return repo.hasUpsellInFlight(db, teamId, connectionId);
   }
 
   /**
@@ -678,7 +387,7 @@ export class PaymentsService {
     // setup_intent.succeeded has not arrived yet: ask the provider. Only a method saved since this
     // order's checkout was paid can have been saved by it (an older one was saved by another checkout).
     const connection = this.connections.connection(conn);
-    const sale = (await this.store.run((db) => repo.listOrderTransactions(db, teamId, orderId))).find((t) => t.checkout_ref === method.original_ref && t.provider_ref);
+    const sale = (await this.store.run((db) => this.ledger.rows.listOrderTransactions(db, teamId, orderId))).find((t) => t.checkout_ref === method.original_ref && t.provider_ref);
     const paid = sale ? await this.extpay.retrievePayment(connection, sale.provider_ref!) : null;
     const since = paid && paid.kind !== 'error' && paid.payment.createdAt ? Date.parse(paid.payment.createdAt) : null;
     if (since === null) return null;
@@ -690,31 +399,9 @@ export class PaymentsService {
     const first = r.methods.find((m) => m.createdAt !== null && Date.parse(m.createdAt) >= since);
     if (!first) return null;
     await this.store.run((db) =>
-      repo.updatePaymentMethod(db, teamId, method.id, { vault_ref: first.id, ...(first.cardBrand ? { brand: first.cardBrand } : {}), ...(first.cardLast4 ? { last4: first.cardLast4 } : {}) }),
+      this.ledger.rows.updatePaymentMethod(db, teamId, method.id, { vault_ref: first.id, ...(first.cardBrand ? { brand: first.cardBrand } : {}), ...(first.cardLast4 ? { last4: first.cardLast4 } : {}) }),
     );
     return { connection: conn, paymentMethodRef: first.id };
-  }
-
-  /** Opens an extpay upsell charge: recorded pending before the provider is called, so its webhook can never find nothing. */
-  async beginExternalUpsell(trx: Tx, req: { teamId: string; orderId: string; amount: number; currency: string; method: Row<'payment_methods'>; upsellId: string }) {
-    const m = req.method;
-    return repo.insertTransaction(trx, {
-      id: newId('transaction'),
-      team_id: req.teamId,
-      order_id: req.orderId,
-      type: 'sale',
-      status: 'pending',
-      amount: req.amount,
-      currency: req.currency,
-      connection_id: m.connection_id,
-      payment_method_id: m.id,
-      upsell_id: req.upsellId,
-      card_brand: m.brand,
-      card_last4: m.last4 || null,
-      response_code: 'charging',
-      response_text: 'Charging the payment method saved at the provider',
-      is_test: m.is_test,
-    });
   }
 
   /** Sends an extpay upsell charge (outside any transaction); the transaction id is the idempotency key. */
@@ -726,193 +413,6 @@ export class PaymentsService {
       amount: txn.amount,
       title,
       idempotencyKey: txn.id,
-    });
-  }
-
-  /** Moves a pending extpay sale on, under the caller's lock; null when it was already settled. */
-  async settleExternalSale(
-    trx: Tx,
-    teamId: string,
-    txnId: string,
-    outcome: { status: 'pending'; paymentRef: string } | { status: 'approved'; paymentRef: string } | { status: 'declined'; paymentRef: string | null; code: string; message: string },
-  ): Promise<Row<'transactions'> | null> {
-    const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
-    if (!txn || txn.status !== 'pending') return null;
-    if (outcome.status === 'pending') {
-      return repo.updateTransaction(trx, teamId, txnId, { provider_ref: outcome.paymentRef, response_code: 'pending', response_text: 'Accepted by the provider; waiting for its confirmation' });
-    }
-    if (outcome.status === 'approved') {
-      return repo.updateTransaction(trx, teamId, txnId, { status: 'approved', provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
-    }
-    return repo.updateTransaction(trx, teamId, txnId, {
-      status: 'declined',
-      ...(outcome.paymentRef ? { provider_ref: outcome.paymentRef } : {}),
-      response_code: outcome.code,
-      response_text: outcome.message,
-    });
-  }
-
-  /** A renewal the provider charged (spec 4.5): the rebill order's own, already approved, sale. */
-  recordRenewalSale(trx: Tx, teamId: string, orderId: string, connectionId: string, p: ExtpayPayment, isTest: boolean) {
-    return repo.insertTransaction(trx, {
-      id: newId('transaction'),
-      team_id: teamId,
-      order_id: orderId,
-      type: 'sale',
-      status: 'approved',
-      amount: p.amount,
-      currency: p.currency.toUpperCase(),
-      connection_id: connectionId,
-      provider_ref: p.id,
-      plan_ref: p.planId,
-      card_brand: p.cardBrand,
-      card_last4: p.cardLast4,
-      response_code: 'paid',
-      response_text: 'Renewal paid at the external checkout provider',
-      is_test: isTest,
-    });
-  }
-
-  /**
-   * refund.created / refund.updated (spec 4.5): the provisional refund recorded at request time
-   * takes the settled amount (or fails); a refund made at the provider directly is recorded as
-   * new. Returns how much the order's refunded total moves, under the caller's order lock.
-   */
-  async settleExternalRefund(
-    trx: Tx,
-    teamId: string,
-    sale: Row<'transactions'>,
-    r: ExtpayRefund,
-  ): Promise<{ delta: number; transaction: Row<'transactions'> | null; change: 'settled' | 'failed' | 'pending' | 'recorded' | 'unchanged' }> {
-    const state = EXTPAY_REFUND_STATES[r.status];
-    const txn = await repo.findRefundToSettle(trx, teamId, sale.id, r.id);
-    if (!txn) {
-      if (state !== 'settled') return { delta: 0, transaction: null, change: 'unchanged' };
-      const t = await repo.insertTransaction(trx, {
-        id: newId('transaction'),
-        team_id: teamId,
-        order_id: sale.order_id,
-        parent_id: sale.id,
-        type: 'refund',
-        status: 'approved',
-        amount: r.amount,
-        currency: sale.currency,
-        connection_id: sale.connection_id,
-        provider_ref: r.id,
-        response_code: 'settled',
-        response_text: 'Refunded at the provider',
-        card_brand: sale.card_brand,
-        card_last4: sale.card_last4,
-        is_test: sale.is_test,
-      });
-      return { delta: r.amount, transaction: t, change: 'recorded' };
-    }
-    if (state === 'pending') {
-      if (txn.provider_ref === r.id) return { delta: 0, transaction: txn, change: 'unchanged' };
-      return { delta: 0, transaction: await repo.updateTransaction(trx, teamId, txn.id, { provider_ref: r.id }), change: 'pending' };
-    }
-    if (state === 'failed') {
-      if (txn.status === 'declined') return { delta: 0, transaction: txn, change: 'unchanged' };
-      const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', provisional: false, provider_ref: r.id, response_code: 'refund_failed', response_text: 'The provider could not complete the refund' });
-      return { delta: txn.status === 'approved' ? -txn.amount : 0, transaction: t, change: 'failed' };
-    }
-    if (!txn.provisional && txn.amount === r.amount && txn.status === 'approved') return { delta: 0, transaction: txn, change: 'unchanged' };
-    const before = txn.status === 'approved' ? txn.amount : 0;
-    const t = await repo.updateTransaction(trx, teamId, txn.id, {
-      status: 'approved',
-      amount: r.amount,
-      requested_amount: txn.requested_amount ?? txn.amount,
-      provisional: false,
-      provider_ref: r.id,
-      response_code: 'settled',
-      response_text: r.amount < (txn.requested_amount ?? txn.amount) ? `Settled for ${r.amount} of ${txn.requested_amount ?? txn.amount} requested` : 'Settled',
-    });
-    return { delta: r.amount - before, transaction: t, change: 'settled' };
-  }
-
-  /**
-   * dispute.created / dispute.updated (spec 4.5): the dispute's state on the order, and once it is
-   * past the early warning and not won, one chargeback transaction against the charge.
-   */
-  async recordExternalDispute(
-    trx: Tx,
-    teamId: string,
-    sale: Row<'transactions'>,
-    d: ExtpayDispute,
-  ): Promise<{ dispute: Row<'disputes'>; opened: boolean; chargeback: Row<'transactions'> | null }> {
-    let row = await repo.findDispute(trx, teamId, d.id);
-    const opened = !row;
-    if (!row) {
-      row = await repo.insertDispute(trx, {
-        id: newId('dispute'),
-        team_id: teamId,
-        order_id: sale.order_id,
-        transaction_id: sale.id,
-        provider_ref: d.id,
-        status: d.status,
-        reason: d.reason,
-        amount: d.amount,
-        currency: sale.currency,
-      });
-    } else if (row.status !== d.status || row.reason !== d.reason) {
-      row = await repo.updateDispute(trx, teamId, row.id, { status: d.status, reason: d.reason ?? row.reason });
-    }
-    let chargeback: Row<'transactions'> | null = null;
-    if (disputeIsChargeback(d) && !row.chargeback_id) {
-      chargeback = await repo.insertTransaction(trx, {
-        id: newId('transaction'),
-        team_id: teamId,
-        order_id: sale.order_id,
-        parent_id: sale.id,
-        type: 'chargeback',
-        status: 'approved',
-        amount: d.amount,
-        currency: sale.currency,
-        connection_id: sale.connection_id,
-        provider_ref: d.id,
-        response_code: d.status,
-        response_text: `Chargeback: ${d.reason ?? 'no reason given'}`,
-        card_brand: sale.card_brand,
-        card_last4: sale.card_last4,
-        is_test: sale.is_test,
-      });
-      row = await repo.updateDispute(trx, teamId, row.id, { chargeback_id: chargeback.id });
-    }
-    return { dispute: row, opened, chargeback };
-  }
-
-  listOrderDisputes(db: Executor, teamId: string, orderId: string) {
-    return repo.listOrderDisputes(db, teamId, orderId);
-  }
-
-  /** setup_intent.succeeded (spec 6.1): the provider saved the customer's payment method for off-session charges. */
-  saveExternalMethod(trx: Tx, teamId: string, customerId: string, checkout: Row<'transactions'>, s: ExtpaySetupIntent, isTest: boolean) {
-    return repo.upsertExtpayMethod(trx, {
-      id: newId('paymentMethod'),
-      team_id: teamId,
-      customer_id: customerId,
-      connection_id: checkout.connection_id!,
-      member_ref: s.memberId,
-      vault_ref: s.paymentMethodId,
-      original_ref: checkout.checkout_ref!,
-      brand: s.cardBrand ?? 'unknown',
-      bin: '',
-      last4: s.cardLast4 ?? '',
-      exp: '',
-      is_test: isTest,
-    });
-  }
-
-  async get(teamId: string, id: string): Promise<TransactionView> {
-    const t = await this.store.run((db) => repo.findTransaction(db, teamId, id));
-    if (!t) throw notFound('Transaction');
-    return transactionView(t);
-  }
-
-  async list(teamId: string, q: ListTransactionsQuery): Promise<Page<TransactionView>> {
-    return this.store.run(async (db) => {
-      const filter = { orderId: q.order_number, status: q.status, type: q.type, isTest: q.is_test, createdGte: q.created_gte, createdLte: q.created_lte };
-      return listPage(db, 'transactions', teamId, q, (afterSeq) => repo.listTransactions(db, teamId, { limit: q.limit, afterSeq, ...filter }), transactionView);
     });
   }
 }

@@ -30,7 +30,7 @@ export class Renewals extends UseCase {
         await this.subscriptions.applyMembership(trx, teamId, membership, { orderId: origin });
         subs = await this.subscriptions.forMembership(trx, teamId, p.membershipId!);
       }
-      if (subs.length === 0 || (await this.payments.findExternalSale(trx, teamId, connectionId, p.id))) return 'ignored' as const;
+      if (subs.length === 0 || (await this.ledger.external.findExternalSale(trx, teamId, connectionId, p.id))) return 'ignored' as const;
       const parent = (await this.orders.rows.findOrder(trx, teamId, subs[0]!.order_id, { forUpdate: true }))!;
       const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(subs.map((x) => x.offer_id))])).map((o) => [o.id, o]));
       // The renewal price the provider charges is recurring price × quantity + recurring shipping (spec 4.1 rule 10).
@@ -63,7 +63,7 @@ export class Renewals extends UseCase {
         trx,
         drafts.map((d) => ({ ...d, order_id: orderId })),
       );
-      const sale = await this.payments.recordRenewalSale(trx, teamId, orderId, connectionId, p, parent.is_test);
+      const sale = await this.ledger.external.recordRenewalSale(trx, teamId, orderId, connectionId, p, parent.is_test);
       const fulfillment = await this.fulfillments.createForOrder(trx, teamId, orderId, lines);
       if (membership) await this.subscriptions.mirrorMembership(trx, teamId, membership);
       await this.orders.recordEvents(trx, teamId, orderId, [

@@ -9,7 +9,7 @@ import { membershipState } from '../../providers/extpay/status.ts';
 import { transition, type TransitionEvent } from '../../app/state-machine.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { EventsService } from '../events/service.ts';
-import type { PaymentsService } from '../payments/service.ts';
+import type { LedgerService } from '../ledger/service.ts';
 import * as repo from './repo.ts';
 import { CARD_SUBSCRIPTION_MOVES, SUBSCRIPTION, type SubscriptionAction, type SubscriptionStatus } from './states.ts';
 
@@ -89,8 +89,8 @@ export class SubscriptionsService {
     private readonly store: Store,
     private readonly connections: ConnectionsService,
     private readonly extpay: ExtpayProviderAdapter,
-    /** Sync from Provider finds the order's first payment through it (the transactions are the payments module's). */
-    private readonly payments: Pick<PaymentsService, 'orderTransactions'>,
+    /** Sync from Provider finds the order's first payment through it (the transactions are the ledger's). */
+    private readonly ledger: Pick<LedgerService, 'orderTransactions'>,
     private readonly events: EventsService,
   ) {}
 
@@ -243,7 +243,7 @@ export class SubscriptionsService {
 
   /** The membership the provider started with the order's first payment (an approved extpay sale of this connection). */
   private async membershipOfFirstPayment(teamId: string, sub: Row<'subscriptions'>, conn: ExtpayConnection): Promise<string> {
-    const txs = await this.store.run((db) => this.payments.orderTransactions(db, teamId, sub.order_id));
+    const txs = await this.store.run((db) => this.ledger.orderTransactions(db, teamId, sub.order_id));
     const sale = txs.find((t) => t.type === 'sale' && t.status === 'approved' && t.upsell_id === null && t.connection_id === sub.connection_id && t.provider_ref);
     if (!sale?.provider_ref)
       throw new ApiError('membership_missing', 'The provider has no membership for this subscription yet: its order has no confirmed first payment at the provider.');

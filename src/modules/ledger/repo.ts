@@ -77,10 +77,6 @@ export async function findByProviderRef(db: Executor, teamId: string, gatewayId:
     .executeTakeFirst();
 }
 
-export async function insertInbound(db: Executor, row: NewRow<'inbound_webhooks'>): Promise<boolean> {
-  const r = await db.insertInto('inbound_webhooks').values(row).onConflict((oc) => oc.columns(['source', 'event_id']).doNothing()).returning('id').executeTakeFirst();
-  return r !== undefined;
-}
 
 /**
  * System scan for the reconciliation schedule (every team): first payments still pending at
@@ -232,10 +228,6 @@ export async function updatePaymentMethod(db: Executor, teamId: string, id: stri
   return db.updateTable('payment_methods').set(patch).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function inboundSeen(db: Executor, source: string, eventId: string): Promise<boolean> {
-  const r = await db.selectFrom('inbound_webhooks').select('id').where('source', '=', source).where('event_id', '=', eventId).executeTakeFirst();
-  return r !== undefined;
-}
 
 // ---- attempts (atomic phases)
 

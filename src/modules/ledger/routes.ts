@@ -12,7 +12,7 @@ const TransactionsQuery = ListQuery.extend({
 }).strict();
 
 export function registerPaymentRoutes(app: Http, ctx: AppContext): void {
-  const payments = ctx.services.payments;
+  const payments = ctx.services.ledger;
 
   app.get('/v1/transactions', { schema: { tags: ['records'], summary: 'List transactions, newest first', querystring: TransactionsQuery } }, async (req) => {
     const page = await payments.list(teamOf(req), req.query);
