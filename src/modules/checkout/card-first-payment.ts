@@ -9,11 +9,11 @@ import { FIRST_PAYMENT, type FirstStep } from '../payments/first-payment.ts';
 import type { PaymentsService } from '../payments/service.ts';
 import type { OrdersService } from '../orders/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
-import { assertOrderMove, type OrderStatus } from '../orders/states.ts';
+import type { OrderStatus, PaymentStatus } from '../orders/states.ts';
 import { type OrderEvent, orderView, type PaymentResult } from '../orders/views.ts';
 
 /** Where a payment's outcome leaves the order. `unknown` leaves it as it is: the recovery run decides. */
-export function orderAfter(outcome: ChargeOutcome): { status: OrderStatus; payment_status: string } | null {
+export function orderAfter(outcome: ChargeOutcome): { status: OrderStatus; payment_status: PaymentStatus } | null {
   switch (outcome.kind) {
     case 'approved':
       return { status: 'processing', payment_status: 'completed' };
@@ -74,11 +74,20 @@ export class CardFirstPayment {
   constructor(private readonly d: FirstPaymentDeps) {}
 
   async open(trx: Tx, order: Row<'orders'>, req: FirstChargeRequest): Promise<FirstStep> {
+    await this.claim(trx, order);
+    return this.d.payments.first.open(trx, req);
+  }
+
+  /**
+   * The claim every first payment (card or external checkout) takes in its phase-1 transaction: no
+   * attempt of this order may be in flight (the unique index on in-flight steps backs this up), and
+   * the coupon's use is reserved.
+   */
+  async claim(trx: Tx, order: Row<'orders'>): Promise<void> {
     if (await this.d.ledger.findInFlight(trx, order.team_id, order.id, FIRST_PAYMENT)) {
-      throw new ApiError('payment_in_progress', 'A payment for this order was sent to the gateway and its outcome is not recorded yet; it is being confirmed. Retry in a moment.');
+      throw new ApiError('payment_in_progress', 'A payment for this order was sent to the provider and its outcome is not recorded yet; it is being confirmed. Retry in a moment.');
     }
     await this.reserveCoupon(trx, order);
-    return this.d.payments.first.open(trx, req);
   }
 
   /** A coupon's use is held from the moment its discounted payment starts (released if it declines). */
@@ -127,21 +136,14 @@ export class CardFirstPayment {
       await this.d.recordEvents(trx, current.team_id, current.id, [{ type: 'payment.unknown', data: { transactions: done.transactions.map((t) => t.id) } }]);
       return paymentResult(done.outcome, orderView(current, customer, lines), done.transactions);
     }
-    if (current.status !== next.status) assertOrderMove(current.status, next.status);
-    const updated = await this.d.orders.rows.updateOrder(trx, current.team_id, current.id, {
-      status: next.status,
-      payment_status: next.payment_status,
-      payment_started_at: null,
-      ...(done.paymentMethod ? { payment_method_id: done.paymentMethod.id } : {}),
-      ...(done.isTest ? { is_test: true } : {}),
-    });
+    const updated = await this.d.orders.move(
+      trx,
+      current,
+      next,
+      { type: `payment.${done.outcome.kind}`, data: { transactions: done.transactions.map((t) => t.id), from_status: current.status, to_status: next.status, is_test: done.isTest } },
+      { ...(done.paymentMethod ? { payment_method_id: done.paymentMethod.id } : {}), ...(done.isTest ? { is_test: true } : {}) },
+    );
     if (done.outcome.kind === 'declined' && current.coupon_id) await this.d.catalog.releaseCoupon(trx, current.team_id, current.coupon_id, current.id);
-    await this.d.recordEvents(trx, current.team_id, current.id, [
-      {
-        type: `payment.${done.outcome.kind}`,
-        data: { transactions: done.transactions.map((t) => t.id), from_status: current.status, to_status: next.status, is_test: done.isTest },
-      },
-    ]);
     // The payment claim kept the lines and the customer as they were: answer from the rows in hand.
     const view = orderView(updated, customer, lines);
     if (done.outcome.kind === 'declined') await this.d.events.emit(trx, current.team_id, 'order.declined', { orderId: current.id, object: view });

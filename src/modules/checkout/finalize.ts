@@ -6,7 +6,6 @@ import type { ExtpayMembership, ExtpayPayment } from '../../providers/extpay/typ
 import { membershipState } from '../../providers/extpay/status.ts';
 import { type FirstPaymentOutcome } from '../payments/service.ts';
 import { type OrderView } from '../orders/views.ts';
-import { assertOrderMove } from '../orders/states.ts';
 import { UseCase } from './use-case.ts';
 
 /** An extpay payment the provider reports paid, as the first-payment settlement takes it. */
@@ -45,21 +44,21 @@ export class FinalizeUseCase extends UseCase {
       const settled = await this.ledger.settlePending(trx, teamId, txnId, order.customer_id, outcome);
       if (!settled) return { already: true, view: await this.orders.view(trx, teamId, order) };
       if (!outcome.approved) {
-        assertOrderMove(order.status, 'declined');
-        const declined = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'declined', payment_status: 'declined', payment_started_at: null });
-        await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.declined', data: { transactions: [txnId], from_status: order.status, to_status: 'declined' } }]);
+        const declined = await this.orders.move(trx, order, { status: 'declined', payment_status: 'declined' }, { type: 'payment.declined', data: { transactions: [txnId], from_status: order.status, to_status: 'declined' } });
+        // What the attempt held goes back: its gateway volume and the coupon's use.
+        await this.payments.first.releaseVolume(trx, settled.transaction);
+        if (order.coupon_id) await this.catalog.releaseCoupon(trx, teamId, order.coupon_id, order.id);
         const view = await this.orders.view(trx, teamId, declined);
         await this.events.emit(trx, teamId, 'order.declined', { orderId: order.id, object: view });
         return { already: false, view };
       }
-      assertOrderMove(order.status, 'processing');
-      const paid = await this.orders.rows.updateOrder(trx, teamId, order.id, {
-        status: 'processing',
-        payment_status: 'completed',
-        payment_method_id: settled.paymentMethod?.id ?? null,
-        payment_started_at: null,
-      });
-      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.captured', data: { transaction: txnId, from_status: order.status } }]);
+      const paid = await this.orders.move(
+        trx,
+        order,
+        { status: 'processing', payment_status: 'completed' },
+        { type: 'payment.captured', data: { transaction: txnId, from_status: order.status } },
+        { payment_method_id: settled.paymentMethod?.id ?? null },
+      );
       const t = settled.transaction;
       const external: ExternalBilling | undefined =
         t.connection_id && outcome.approved && outcome.external
@@ -83,9 +82,12 @@ export class FinalizeUseCase extends UseCase {
       if (guard && !(await guard(trx))) return this.orders.view(trx, teamId, order);
       if (paymentRef) await this.ledger.notePaymentRef(trx, teamId, txnId, paymentRef);
       if (order.payment_status !== 'pending_redirect') return this.orders.view(trx, teamId, order);
-      assertOrderMove(order.status, 'pending_external_confirmation');
-      const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' });
-      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.under_review', data: { transaction: txnId } }]);
+      const updated = await this.orders.move(
+        trx,
+        order,
+        { status: 'pending_external_confirmation', payment_status: 'pending_external_confirmation' },
+        { type: 'payment.under_review', data: { transaction: txnId } },
+      );
       return this.orders.view(trx, teamId, updated);
     });
   }
@@ -116,7 +118,8 @@ export class FinalizeUseCase extends UseCase {
       throw new ApiError('order_not_completable', `Order ${order.id} is ${order.status}; only a paid order can be completed.`);
     }
     const now = new Date();
-    const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'completed', completed_at: now });
+    // Its order.completed timeline row is written below, with what the completion created.
+    const updated = await this.orders.move(trx, order, { status: 'completed' }, null, { completed_at: now });
     const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
     const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
     const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(lines.map((l) => l.offer_id))])).map((o) => [o.id, o]));

@@ -5,12 +5,9 @@ import type { Row } from '../../db/schema.ts';
 import { cardOf, type FirstChargeRequest, type PaymentsService, type RouteRequest } from '../payments/service.ts';
 import { orderView, type PaymentResult } from '../orders/views.ts';
 import type { CreateOrderBody, ProcessPaymentBody } from '../orders/schemas.ts';
-import { assertOrderMove, PAYABLE } from '../orders/states.ts';
+import { ORDER, PAYABLE } from '../orders/states.ts';
 import { discountOf, totalsOf } from '../orders/pricing.ts';
 import { UseCase } from './use-case.ts';
-
-/** An extpay checkout claim older than this belongs to a crashed request and no longer blocks a new one. */
-const PAYMENT_CLAIM_MS = 2 * 60_000;
 
 /**
  * Create Order and Process / Reprocess Payment: the claim of the order and phase 1 of its first
@@ -40,7 +37,6 @@ export class PayUseCase extends UseCase {
         shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
         billing_address: body.billing ? JSON.stringify(body.billing) : null,
         is_throttle: body.is_throttle === true,
-        payment_started_at: body.payment.method === 'extpay' ? new Date() : null,
         coupon_id: coupon?.id ?? null,
         ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
       });
@@ -57,11 +53,12 @@ export class PayUseCase extends UseCase {
   /** Phase 1 of a first payment, in the transaction that claims the order (see CardFirstPayment). */
   async openPayment(trx: Tx, order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment'], lines: Row<'order_lines'>[]) {
     if (payment.method === 'extpay') {
-      await this.uc.card.reserveCoupon(trx, order);
-      return { order, customer, lines, route, card: null };
+      await this.uc.card.claim(trx, order);
+      const checkout = await this.payments.openCheckout(trx, { teamId: order.team_id, orderId: order.id, amount: order.total, currency: order.currency, externalPaymentId: payment.external_payment_id });
+      return { order, customer, lines, route, card: null, checkout };
     }
     const req = this.chargeRequest(order, customer, route, payment);
-    return { order, customer, lines, route, card: { req, step: await this.uc.card.open(trx, order, req) } };
+    return { order, customer, lines, route, card: { req, step: await this.uc.card.open(trx, order, req) }, checkout: null };
   }
 
   chargeRequest(order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment']): FirstChargeRequest {
@@ -80,23 +77,20 @@ export class PayUseCase extends UseCase {
   }
 
   async runPayment(teamId: string, claimed: Awaited<ReturnType<PayUseCase['openPayment']>>, payment: ProcessPaymentBody['payment']): Promise<PaymentResult> {
-    if (!claimed.card) return this.payExternally(teamId, claimed.order, claimed.customer, payment, claimed.lines);
+    if (claimed.checkout) return this.payExternally(teamId, claimed.order, claimed.customer, payment, claimed.lines, claimed.checkout);
+    if (!claimed.card) throw new Error('a first payment is either a card or an external checkout');
     return this.uc.card.run(claimed.order, claimed.customer, claimed.lines, claimed.card.req, claimed.card.step);
   }
 
   /**
    * Process Payment pays a lead or a declined order; Reprocess Payment only a declined one.
-   * The order row is claimed (payment_started_at) in the same transaction that checks it is
-   * payable, so concurrent attempts on one order get 409 instead of a second charge.
+   * The first payment's attempt row is written in the same transaction that checks the order is
+   * payable, so a concurrent or later attempt while it is in flight gets 409, never a second charge.
    */
   async processPayment(teamId: string, body: ProcessPaymentBody, mode: 'process' | 'reprocess' = 'process'): Promise<PaymentResult> {
     const claimed = await this.store.transaction(async (trx) => {
       const locked = await this.orders.rows.findOrder(trx, teamId, body.order_number, { forUpdate: true });
       if (!locked) throw notFound('Order');
-      const now = new Date();
-      if (locked.payment_started_at && now.getTime() - locked.payment_started_at.getTime() < PAYMENT_CLAIM_MS) {
-        throw new ApiError('payment_in_progress');
-      }
       const allowed: readonly string[] = mode === 'reprocess' ? ['declined'] : PAYABLE;
       if (!allowed.includes(locked.status)) {
         throw new ApiError('order_not_payable', `Order ${locked.id} is ${locked.status}; ${mode === 'reprocess' ? 'only a declined order can be reprocessed' : 'it cannot be paid again'}.`);
@@ -106,9 +100,9 @@ export class PayUseCase extends UseCase {
       const campaign = await this.catalog.findCampaign(trx, teamId, locked.campaign_id);
       const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! };
       await this.payments.preflight(trx, teamId, body.payment, route);
-      if (locked.status !== 'pending') assertOrderMove(locked.status, 'pending');
+      if (locked.status !== 'pending') ORDER.assertMove(locked.status, 'pending');
       // One UPDATE: the client's changes, the move to pending and (extpay) the payment claim together.
-      const { order, changed } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending', payment_started_at: body.payment.method === 'extpay' ? now : null });
+      const { order, changed } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending' });
       const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       await this.orders.recordEvents(trx, teamId, order.id, [{ type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested', data: { changed, from_status: locked.status } }]);
@@ -119,9 +113,10 @@ export class PayUseCase extends UseCase {
   }
 
   /**
-   * extpay (spec 4.1 rules 8-10): the provider is merchant of record. We open its embedded
-   * checkout and answer pending_redirect with the §2.4 `checkout` object; Capture or the
-   * provider's webhook confirms later.
+   * extpay (spec 4.1 rules 8-10): the provider is merchant of record. Phase 1 (the attempt row) was
+   * written with the claim; phase 2 opens the provider's embedded checkout; phase 3 records it and
+   * answers pending_redirect with the §2.4 `checkout` object. Capture or the provider's webhook
+   * confirms the payment later. A checkout that could not be opened leaves the order payable.
    */
   async payExternally(
     teamId: string,
@@ -129,39 +124,52 @@ export class PayUseCase extends UseCase {
     customer: Row<'customers'>,
     payment: ProcessPaymentBody['payment'],
     lines: Row<'order_lines'>[],
+    opened: Awaited<ReturnType<PaymentsService['openCheckout']>>,
   ): Promise<PaymentResult> {
-    let started: Awaited<ReturnType<PaymentsService['startCheckout']>>;
-    try {
-      const offers = new Map((await this.store.run((db) => this.catalog.findOffers(db, teamId, [...new Set(lines.map((l) => l.offer_id))]))).map((o) => [o.id, o]));
-      started = await this.payments.startCheckout({
-        teamId,
-        orderId: order.id,
-        amount: order.total,
-        currency: order.currency,
-        returnUrl: payment.return_url!,
-        externalPaymentId: payment.external_payment_id,
-        lines: lines.map((l) => ({ offer: offers.get(l.offer_id)!, quantity: l.quantity })),
-        payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+    const offers = new Map((await this.store.run((db) => this.catalog.findOffers(db, teamId, [...new Set(lines.map((l) => l.offer_id))]))).map((o) => [o.id, o]));
+    const sent = await this.payments.sendCheckout(opened, {
+      returnUrl: payment.return_url!,
+      lines: lines.map((l) => ({ offer: offers.get(l.offer_id)!, quantity: l.quantity })),
+      payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+    });
+    const answer = await this.store.transaction(async (trx): Promise<PaymentResult | null> => {
+      const current = (await this.orders.rows.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
+      if (sent.kind === 'failed') {
+        // No checkout reached the customer, so nothing can be paid: the attempt fails and the order stays payable.
+        const closed = await this.ledger.rows.closeAttempt(trx, teamId, opened.attempt.id, { status: 'declined', response_code: sent.code, response_text: sent.message });
+        if (closed && current.coupon_id) await this.catalog.releaseCoupon(trx, teamId, current.coupon_id, current.id);
+        await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.failed', data: { transaction: opened.attempt.id, provider: 'extpay', reason: sent.message } }]);
+        return null;
+      }
+      const t = await this.ledger.rows.closeAttempt(trx, teamId, opened.attempt.id, {
+        status: 'pending',
+        // The payment id is learned at Capture or from the webhook; until then the plan names it.
+        plan_ref: sent.planRef,
+        checkout_ref: sent.checkoutRef,
+        response_code: 'checkout_open',
+        response_text: 'Waiting for the customer to pay in the embedded checkout',
       });
-    } catch (err) {
-      await this.store.run((db) => this.orders.rows.updateOrder(db, teamId, order.id, { payment_started_at: null }));
-      throw err;
-    }
-    return this.store.transaction(async (trx) => {
+      if (!t) return null;
       // A Sandbox connection is test mode (spec 2.7): its orders are test orders.
-      const updated = await this.orders.rows.updateOrder(trx, teamId, order.id, {
-        payment_status: 'pending_redirect',
-        payment_started_at: null,
-        ...(started.transaction.is_test ? { is_test: true } : {}),
-      });
-      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.redirect', data: { transaction: started.transaction.id, provider: 'extpay', session_id: started.checkout.session_id } }]);
+      const updated = await this.orders.move(
+        trx,
+        current,
+        { payment_status: 'pending_redirect' },
+        { type: 'payment.redirect', data: { transaction: t.id, provider: 'extpay', session_id: sent.checkout.session_id } },
+        t.is_test ? { is_test: true } : {},
+      );
       const view = orderView(updated, customer, lines);
       return {
         httpStatus: 200,
         success: true,
         message: 'Customer redirect is required: complete the payment in the embedded checkout.',
-        data: { ...view, redirect_required: true, redirect_url: started.checkout.purchase_url, checkout: started.checkout, transaction_id: started.transaction.id, attempts: 1 },
+        data: { ...view, redirect_required: true, redirect_url: sent.checkout.purchase_url, checkout: sent.checkout, transaction_id: t.id, attempts: 1 },
       };
     });
+    if (!answer) {
+      const why = sent.kind === 'failed' ? sent.message : 'the attempt was settled by the recovery run meanwhile';
+      throw new ApiError('gateway_unavailable', `The external checkout provider could not open a checkout: ${why}`);
+    }
+    return answer;
   }
 }

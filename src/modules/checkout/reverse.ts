@@ -3,7 +3,7 @@ import type { Row } from '../../db/schema.ts';
 import { transactionView } from '../ledger/service.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import type { RefundBody, VoidBody } from '../orders/schemas.ts';
-import { assertOrderMove, type OrderStatus } from '../orders/states.ts';
+import type { OrderStatus } from '../orders/states.ts';
 import { UseCase } from './use-case.ts';
 
 /** Refunds and voids, in atomic phases: the reversal row is committed in flight before the provider hears of it. */
@@ -42,16 +42,15 @@ export class ReverseUseCase extends UseCase {
       if (settledMeanwhile) {
         // The provider's refund event settled it first (and moved the totals): nothing more to count.
       } else if (approved && sale.status === 'pending') {
-        // A held extpay payment voided before it settled: no money moved, the order is cancelled.
+        // A held extpay payment voided before it settled: no money moved. The first payment's void
+        // cancels the order; a held upsell's void only ends that charge (its line was never added).
         await this.ledger.external.settleExternalSale(trx, teamId, sale.id, { status: 'declined', paymentRef: sale.provider_ref, code: 'voided', message: 'Voided before the provider settled it' });
-        assertOrderMove(order.status, 'cancelled');
-        updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { status: 'cancelled', payment_status: 'voided' });
+        if (!sale.upsell_id) updated = await this.orders.move(trx, order, { status: 'cancelled', payment_status: 'voided' }, null);
       } else if (approved) {
         const refundedTotal = order.refunded_total + done.amount;
         const fully = refundedTotal >= order.total;
-        const target: OrderStatus | null = fully ? (kind === 'void' ? 'cancelled' : 'refunded') : null;
-        if (target && target !== order.status) assertOrderMove(order.status, target);
-        updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { refunded_total: refundedTotal, ...(target ? { status: target } : {}) });
+        const target: OrderStatus | undefined = fully ? (kind === 'void' ? 'cancelled' : 'refunded') : undefined;
+        updated = await this.orders.move(trx, order, target ? { status: target } : {}, null, { refunded_total: refundedTotal });
       }
       await this.orders.recordEvents(trx, teamId, order.id, [
         { type: approved ? `${kind}.created` : `${kind}.failed`, data: { transaction: done.id, charge: sale.id, amount: done.amount, reason: reason ?? null } },

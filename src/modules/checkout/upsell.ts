@@ -10,6 +10,9 @@ import { type OrderStatus, UPSELLABLE } from '../orders/states.ts';
 import { draftLine, type LineDraft } from '../orders/pricing.ts';
 import { UseCase } from './use-case.ts';
 
+/** Transport failures after which the provider may have charged: the outcome is unknown, not a decline. */
+const MAY_HAVE_CHARGED: ReadonlySet<string> = new Set(['network_error', 'timeout', 'bad_response', 'provider_error']);
+
 /**
  * Process Upsell: one click on the saved payment method, in atomic phases for cards; the
  * external provider's upsell answers 202 until its webhook confirms it.
@@ -199,6 +202,11 @@ export class UpsellUseCase extends UseCase {
       return t;
     });
     const r = await this.payments.sendExternalUpsell(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
+    if (r.kind === 'error' && MAY_HAVE_CHARGED.has(r.code)) {
+      // The provider may have taken the charge: the attempt stays in flight (a repeat is 409), and the
+      // provider's webhook or the recovery run (lookup by our attempt id) settles it.
+      throw new ApiError('payment_outcome_unknown', `The external checkout provider did not answer (${r.message}); whether the upsell was charged is confirmed with it within minutes. Do not charge it again.`);
+    }
     if (r.kind === 'error') {
       await this.store.transaction(async (trx) => {
         await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.providerCode ?? r.code, message: r.message });
@@ -213,7 +221,11 @@ export class UpsellUseCase extends UseCase {
         return this.applyUpsellOutcome(trx, teamId, current, line, t ?? txn, { approved: false, reason: r.message }, claimId);
       }
       // Accepted (pending, or even paid at once): the provider's payment.succeeded adds the line (spec 4.3).
-      await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.paymentId });
+      if (!(await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.paymentId }))) {
+        // Its webhook settled the charge before this answer was recorded: that answer stands.
+        const stored = (await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, txn.id))!;
+        return { httpStatus: stored.response_status ?? 202, body: stored.response_body ?? '{}' };
+      }
       await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: txn.id, amount, payment_id: r.paymentId } }]);
       const view = await this.orders.view(trx, teamId, current);
       const text = JSON.stringify({
@@ -226,6 +238,22 @@ export class UpsellUseCase extends UseCase {
     });
     this.events.nudge();
     return answered;
+  }
+
+  /**
+   * The recovery run found what the external provider did with an upsell charge whose answer was
+   * lost: settled as its webhook would (pending waits for the webhook or the watchdog).
+   */
+  async recoverExternalUpsell(t: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
+    if (outcome.kind === 'pending' || outcome.kind === 'redirect') {
+      await this.store.transaction((trx) => this.ledger.external.settleExternalSale(trx, t.team_id, t.id, { status: 'pending', paymentRef: outcome.providerRef }));
+      return;
+    }
+    const settled =
+      outcome.kind === 'approved'
+        ? { approved: true as const, paymentRef: outcome.providerRef }
+        : { approved: false as const, paymentRef: outcome.providerRef ?? '', code: outcome.code, message: outcome.text };
+    await this.settleExternalUpsell(t.team_id, t, settled, async () => true);
   }
 
   /**

@@ -35,8 +35,9 @@ export class ExtpayEffects extends UseCase {
       if (res.delta !== 0) {
         const refundedTotal = Math.max(0, order.refunded_total + res.delta);
         const fully = refundedTotal >= order.total && order.total > 0;
-        const target: OrderStatus | null = fully && canMove(order.status as OrderStatus, 'refunded') ? 'refunded' : null;
-        updated = await this.orders.rows.updateOrder(trx, teamId, order.id, { refunded_total: refundedTotal, ...(target ? { status: target } : {}) });
+        // A refund made at the provider may reach an order that cannot be `refunded` (cancelled): only the total moves then.
+        const target: OrderStatus | undefined = fully && canMove(order.status as OrderStatus, 'refunded') ? 'refunded' : undefined;
+        updated = await this.orders.move(trx, order, target ? { status: target } : {}, null, { refunded_total: refundedTotal });
       }
       await this.orders.recordEvents(trx, teamId, order.id, [
         {

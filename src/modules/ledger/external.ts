@@ -49,6 +49,9 @@ export class ExtpayLedger {
       connection_id: m.connection_id,
       payment_method_id: m.id,
       upsell_id: req.upsellId,
+      // Phase 1: in flight until the provider's answer is recorded (the recovery run asks it otherwise).
+      step: `upsell:${req.upsellId}`,
+      in_flight: true,
       card_brand: m.brand,
       card_last4: m.last4 || null,
       response_code: 'charging',
@@ -67,13 +70,14 @@ export class ExtpayLedger {
     const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
     if (!txn || txn.status !== 'pending') return null;
     if (outcome.status === 'pending') {
-      return repo.updateTransaction(trx, teamId, txnId, { provider_ref: outcome.paymentRef, response_code: 'pending', response_text: 'Accepted by the provider; waiting for its confirmation' });
+      return repo.updateTransaction(trx, teamId, txnId, { in_flight: false, provider_ref: outcome.paymentRef, response_code: 'pending', response_text: 'Accepted by the provider; waiting for its confirmation' });
     }
     if (outcome.status === 'approved') {
-      return repo.updateTransaction(trx, teamId, txnId, { status: 'approved', provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
+      return repo.updateTransaction(trx, teamId, txnId, { status: 'approved', in_flight: false, provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
     }
     return repo.updateTransaction(trx, teamId, txnId, {
       status: 'declined',
+      in_flight: false,
       ...(outcome.paymentRef ? { provider_ref: outcome.paymentRef } : {}),
       response_code: outcome.code,
       response_text: outcome.message,
@@ -141,13 +145,14 @@ export class ExtpayLedger {
     }
     if (state === 'failed') {
       if (txn.status === 'declined') return { delta: 0, transaction: txn, change: 'unchanged' };
-      const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', provisional: false, provider_ref: r.id, response_code: 'refund_failed', response_text: 'The provider could not complete the refund' });
+      const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', in_flight: false, provisional: false, provider_ref: r.id, response_code: 'refund_failed', response_text: 'The provider could not complete the refund' });
       return { delta: txn.status === 'approved' ? -txn.amount : 0, transaction: t, change: 'failed' };
     }
     if (!txn.provisional && txn.amount === r.amount && txn.status === 'approved') return { delta: 0, transaction: txn, change: 'unchanged' };
     const before = txn.status === 'approved' ? txn.amount : 0;
     const t = await repo.updateTransaction(trx, teamId, txn.id, {
       status: 'approved',
+      in_flight: false,
       amount: r.amount,
       requested_amount: txn.requested_amount ?? txn.amount,
       provisional: false,

@@ -120,7 +120,11 @@ export class LedgerService {
    */
   async finishReversal(trx: Tx, teamId: string, reversal: Row<'transactions'>, result: Exclude<ReversalOutcome, { kind: 'unknown' }>): Promise<{ row: Row<'transactions'>; settledMeanwhile: boolean }> {
     const current = (await repo.findTransaction(trx, teamId, reversal.id, { forUpdate: true }))!;
-    if (current.status !== 'pending') return { row: current, settledMeanwhile: true };
+    if (current.status !== 'pending') {
+      // The provider's own event (extpay refund.created) settled it while our call was out: it is no longer a question.
+      const row = current.in_flight ? await repo.updateTransaction(trx, teamId, reversal.id, { in_flight: false }) : current;
+      return { row, settledMeanwhile: true };
+    }
     const row = await repo.updateTransaction(trx, teamId, reversal.id, {
       status: result.kind === 'approved' ? 'approved' : 'declined',
       in_flight: false,

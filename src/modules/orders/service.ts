@@ -3,11 +3,14 @@ import { newId } from '../../app/ids.ts';
 import { iso } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
-import type { Address, NewRow, Row } from '../../db/schema.ts';
+import type { Address, NewRow, Row, RowPatch } from '../../db/schema.ts';
 import type { CatalogService } from '../catalog/service.ts';
 import { type CustomersService, normalizeEmail } from '../customers/service.ts';
 import { disputeView, type LedgerService, transactionView } from '../ledger/service.ts';
 import * as repo from './repo.ts';
+import { transition } from '../../app/state-machine.ts';
+import { orderPaymentState } from '../payments/states.ts';
+import { ORDER, ORDER_PAYMENT, type OrderStatus, type PaymentStatus } from './states.ts';
 import { type OrderEvent, orderView, type OrderView } from './views.ts';
 import type { CreateLeadBody } from './schemas.ts';
 
@@ -98,6 +101,28 @@ export class OrdersService {
 
   private timelineRows(teamId: string, orderId: string, events: OrderEvent[]): NewRow<'order_events'>[] {
     return events.map((e) => ({ id: newId('orderEvent'), team_id: teamId, order_id: orderId, type: e.type, data: JSON.stringify(e.data ?? {}) }));
+  }
+
+  /**
+   * The one way an order's status or payment status changes: both moves checked against their
+   * tables (ORDER, ORDER_PAYMENT), the row written with `patch`, and the timeline row recorded, in
+   * the caller's transaction (which holds the order's row lock).
+   */
+  async move(
+    trx: Tx,
+    order: Row<'orders'>,
+    to: { status?: OrderStatus; payment_status?: PaymentStatus },
+    event: OrderEvent | null,
+    patch: RowPatch<'orders'> = {},
+  ): Promise<Row<'orders'>> {
+    const moves = [
+      ...(to.status ? [ORDER.move(order.status, to.status)] : []),
+      ...(to.payment_status ? [ORDER_PAYMENT.move(orderPaymentState(order.payment_status), to.payment_status)] : []),
+    ];
+    return transition(trx, moves, {
+      write: (t) => repo.updateOrder(t, order.team_id, order.id, { ...patch, ...to }),
+      ...(event ? { event: { teamId: order.team_id, orderId: order.id, type: event.type, data: event.data ?? {} }, recordEvent: (t, e) => this.recordEvents(t, e.teamId, e.orderId, [e]) } : { event: null }),
+    });
   }
 
   /** Records timeline rows in the caller's transaction; other modules use it for their order changes. */
