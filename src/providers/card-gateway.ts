@@ -1,4 +1,4 @@
-import type { CardInput } from '../modules/payments/card.ts';
+import type { CardInput } from './card.ts';
 
 /** One configured gateway: where it lives and how to sign in. Credentials are decrypted only for the call. */
 export interface GatewayAccount {

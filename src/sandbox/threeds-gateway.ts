@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { z } from 'zod';
 import { randomToken } from '../app/ids.ts';
-import { cardBrand } from '../modules/payments/card.ts';
+import { cardBrand } from '../providers/card.ts';
 import { luhnValid } from './cards.ts';
 import { type DeliveryAttempt, type DeliveryTarget, SandboxWebhookSender } from './webhook-sender.ts';
 

@@ -21,14 +21,14 @@ export class CaptureUseCase extends UseCase {
     });
     if (order.payment_status === 'completed') {
       const view = await this.store.run((db) => this.orders.view(db, teamId, order));
-      return { httpStatus: 200, success: true, message: 'Payment already captured.', data: view };
+      return { outcome: 'captured', success: true, message: 'Payment already captured.', data: view };
     }
     if (!txn) {
       // The gateway's PAYMENT_FAILED may have declined the redirected payment before the customer came
       // back: the answer is the same 422 as when the customer returns first (spec 4.2), whichever won.
       if (order.payment_status === 'declined' && (await this.payments.lastFirstPaymentWasRedirected(teamId, order.id))) {
         const view = await this.store.run((db) => this.orders.view(db, teamId, order));
-        return { httpStatus: 422, success: false, message: 'The payment was not completed.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
+        return { outcome: 'not_completed', success: false, message: 'The payment was not completed.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
       }
       throw new ApiError('no_capturable_transaction');
     }
@@ -40,20 +40,20 @@ export class CaptureUseCase extends UseCase {
     switch (r.kind) {
       case 'approved': {
         const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: r.vaultRef });
-        return { httpStatus: 200, success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
+        return { outcome: 'captured', success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
       }
       case 'declined': {
         const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: r.code, message: r.text });
-        if (done.view.payment_status === 'completed') return { httpStatus: 200, success: true, message: 'Payment already captured.', data: done.view };
-        return { httpStatus: 422, success: false, message: 'The payment was not completed.', data: done.view, error: { type: 'card_error', code: 'payment_not_completed' } };
+        if (done.view.payment_status === 'completed') return { outcome: 'captured', success: true, message: 'Payment already captured.', data: done.view };
+        return { outcome: 'not_completed', success: false, message: 'The payment was not completed.', data: done.view, error: { type: 'card_error', code: 'payment_not_completed' } };
       }
       case 'pending': {
         const view = await this.uc.finalize.markUnderReview(teamId, order.id, txn.id);
-        return { httpStatus: 202, success: true, message: 'The payment is under review; the order completes when the gateway confirms it.', data: view };
+        return { outcome: 'under_review', success: true, message: 'The payment is under review; the order completes when the gateway confirms it.', data: view };
       }
       case 'redirect': {
         const view = await this.store.run((db) => this.orders.view(db, teamId, order));
-        return { httpStatus: 422, success: false, message: 'The payment was not completed: the customer has not finished 3-D Secure.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
+        return { outcome: 'not_completed', success: false, message: 'The payment was not completed: the customer has not finished 3-D Secure.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
       }
       case 'unknown':
         throw new ApiError('gateway_unavailable', `The gateway could not be asked about the payment: ${r.text}`);
@@ -65,7 +65,7 @@ export class CaptureUseCase extends UseCase {
     const { result, belongs } = await this.payments.retrieveExternal(teamId, txn, receiptId);
     if (result?.kind === 'error' && result.code !== 'not_found') throw new ApiError('gateway_unavailable', `The external checkout provider could not be asked: ${result.message}`);
     const failed = async (why: string): Promise<CaptureResult> => ({
-      httpStatus: 422,
+      outcome: 'capture_failed',
       success: false,
       message: `Payment capture failed: ${why}`,
       data: await this.store.run((db) => this.orders.view(db, teamId, order)),
@@ -76,14 +76,14 @@ export class CaptureUseCase extends UseCase {
     if (result.kind === 'approved') {
       const membership = await this.payments.membershipOf(teamId, txn.connection_id!, result.payment.membershipId);
       const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, paidExternally(result.payment), undefined, membership);
-      return { httpStatus: 200, success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
+      return { outcome: 'captured', success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
     }
     if (result.kind === 'pending') {
       const view = await this.uc.finalize.markUnderReview(teamId, order.id, txn.id, undefined, result.paymentId);
-      return { httpStatus: 202, success: true, message: 'The provider has the payment but has not settled it yet; the order completes when it confirms.', data: view };
+      return { outcome: 'under_review', success: true, message: 'The provider has the payment but has not settled it yet; the order completes when it confirms.', data: view };
     }
     const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: result.code, message: result.message, paymentRef: result.paymentId });
-    if (done.view.payment_status === 'completed') return { httpStatus: 200, success: true, message: 'Payment already captured.', data: done.view };
+    if (done.view.payment_status === 'completed') return { outcome: 'captured', success: true, message: 'Payment already captured.', data: done.view };
     return failed(result.message);
   }
 }

@@ -32,16 +32,16 @@ export function paymentResult(outcome: ChargeOutcome, view: PaymentResult['data'
   const data = { ...view, redirect_required: false, transaction_id: transactions.at(-1)?.id ?? null, attempts: transactions.length };
   switch (outcome.kind) {
     case 'approved':
-      return { httpStatus: 200, success: true, message: 'Payment approved.', data };
+      return { outcome: 'approved', success: true, message: 'Payment approved.', data };
     case 'declined':
-      return { httpStatus: 402, success: false, message: `Payment declined: ${outcome.text}`, data, error: { type: 'card_error', code: 'payment_declined', decline_code: outcome.code ?? null } };
+      return { outcome: 'declined', success: false, message: `Payment declined: ${outcome.text}`, data, error: { type: 'card_error', code: 'payment_declined', decline_code: outcome.code ?? null } };
     case 'pending':
-      return { httpStatus: 202, success: true, message: 'Payment is awaiting external confirmation.', data };
+      return { outcome: 'pending', success: true, message: 'Payment is awaiting external confirmation.', data };
     case 'redirect':
-      return { httpStatus: 200, success: true, message: 'Customer redirect is required to complete the payment.', data: { ...data, redirect_required: true, redirect_url: outcome.url } };
+      return { outcome: 'redirect', success: true, message: 'Customer redirect is required to complete the payment.', data: { ...data, redirect_required: true, redirect_url: outcome.url } };
     case 'unknown':
       return {
-        httpStatus: 502,
+        outcome: 'unknown',
         success: false,
         message:
           'The gateway did not answer, so whether the card was charged is not known yet. Do not charge the customer again: ' +

@@ -160,7 +160,7 @@ export class PayUseCase extends UseCase {
       );
       const view = orderView(updated, customer, lines);
       return {
-        httpStatus: 200,
+        outcome: 'redirect',
         success: true,
         message: 'Customer redirect is required: complete the payment in the embedded checkout.',
         data: { ...view, redirect_required: true, redirect_url: sent.checkout.purchase_url, checkout: sent.checkout, transaction_id: t.id, attempts: 1 },

@@ -3,7 +3,7 @@ import type { AppContext } from '../../app/context.ts';
 import { envelope } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
 import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
-import type { PaymentResult } from './service.ts';
+import type { CaptureOutcome, PaymentOutcome, PaymentResult } from './views.ts';
 import { CreateLeadBody, CreateOrderBody, OrderParams, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './states.ts';
 
@@ -17,6 +17,11 @@ const OrdersQuery = ListQuery.extend({
   needs_qa: BoolQuery.describe('Orders flagged for review (a dispute)'),
   rebill_of: Id('ord').optional().describe('The rebill orders (renewals) of one order'),
 }).strict();
+
+/** Spec 4.1: a redirect is a 200 with `redirect_required`; a decline is 402 (as Stripe); an unknown outcome 502 (do not charge again). */
+const PAYMENT_HTTP: Record<PaymentOutcome, number> = { approved: 200, declined: 402, pending: 202, redirect: 200, unknown: 502 };
+/** Spec 4.2's Capture table. */
+const CAPTURE_HTTP: Record<CaptureOutcome, number> = { captured: 200, under_review: 202, not_completed: 422, capture_failed: 422 };
 
 function paymentBody(r: PaymentResult) {
   return { ...envelope(r.success, r.message, r.data), ...(r.error ? { error: r.error } : {}) };
@@ -59,7 +64,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
     },
     async (req, reply) => {
       const r = await pay.createOrder(teamOf(req), req.body);
-      return reply.code(r.httpStatus).send(paymentBody(r));
+      return reply.code(PAYMENT_HTTP[r.outcome]).send(paymentBody(r));
     },
   );
 
@@ -75,7 +80,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
     },
     async (req, reply) => {
       const r = await pay.processPayment(teamOf(req), req.body);
-      return reply.code(r.httpStatus).send(paymentBody(r));
+      return reply.code(PAYMENT_HTTP[r.outcome]).send(paymentBody(r));
     },
   );
 
@@ -100,7 +105,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
     },
     async (req, reply) => {
       const r = await capture.capture(teamOf(req), req.body);
-      return reply.code(r.httpStatus).send({ ...envelope(r.success, r.message, r.data), ...(r.error ? { error: r.error } : {}) });
+      return reply.code(CAPTURE_HTTP[r.outcome]).send({ ...envelope(r.success, r.message, r.data), ...(r.error ? { error: r.error } : {}) });
     },
   );
 
@@ -135,7 +140,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
     },
     async (req, reply) => {
       const r = await pay.processPayment(teamOf(req), req.body, 'reprocess');
-      return reply.code(r.httpStatus).send(paymentBody(r));
+      return reply.code(PAYMENT_HTTP[r.outcome]).send(paymentBody(r));
     },
   );
 

@@ -57,8 +57,13 @@ export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: R
 export type OrderView = ReturnType<typeof orderView>;
 
 /** What Create Order and Process Payment answer: the HTTP status, the envelope, and for declines an error object. */
+/** How a first payment's request ended; the route maps it to an HTTP status (PAYMENT_HTTP). */
+export type PaymentOutcome = 'approved' | 'declined' | 'pending' | 'redirect' | 'unknown';
+/** How a Capture ended; the route maps it to an HTTP status (CAPTURE_HTTP). */
+export type CaptureOutcome = 'captured' | 'under_review' | 'not_completed' | 'capture_failed';
+
 export interface PaymentResult {
-  httpStatus: number;
+  outcome: PaymentOutcome;
   success: boolean;
   message: string;
   data: OrderView & { redirect_required: boolean; redirect_url?: string; checkout?: ExtpayEmbedCheckout; transaction_id: string | null; attempts: number };
@@ -66,7 +71,7 @@ export interface PaymentResult {
 }
 
 export interface CaptureResult {
-  httpStatus: number;
+  outcome: CaptureOutcome;
   success: boolean;
   message: string;
   data: OrderView;

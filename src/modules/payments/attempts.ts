@@ -1,7 +1,7 @@
 import { newId } from '../../app/ids.ts';
 import type { Address, NewRow, Row } from '../../db/schema.ts';
 import type { Payer } from '../../providers/provider.ts';
-import type { CardInput, CardSummary } from './card.ts';
+import type { CardInput, CardSummary } from '../../providers/card.ts';
 
 /** Where a payment goes: an explicit request wins, else the campaign's router, else its gateway. */
 export interface RouteRequest {

@@ -4,7 +4,7 @@ import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome, ChargeRequest } from '../../providers/provider.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
-import { type CardSummary, summarizeCard } from './card.ts';
+import { type CardSummary, summarizeCard } from '../../providers/card.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import { attemptRow, type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
 

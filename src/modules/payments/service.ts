@@ -17,7 +17,7 @@ import { embedCheckout, renewalPlanFor } from '../../providers/extpay/wire.ts';
 import type { ConnectionsService } from '../connections/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import type { PaymentInput } from '../orders/schemas.ts';
-import type { CardInput, CardSummary } from './card.ts';
+import type { CardInput, CardSummary } from '../../providers/card.ts';
 import { attemptRow } from './attempts.ts';
 import { FIRST_PAYMENT, FirstPaymentLedger } from './first-payment.ts';
 import { findExtpayAttempt } from './extpay-lookup.ts';

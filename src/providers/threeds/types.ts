@@ -1,4 +1,4 @@
-import type { CardInput } from '../../modules/payments/card.ts';
+import type { CardInput } from '../card.ts';
 import type { GatewayAccount } from '../card-gateway.ts';
 
 /**
