@@ -9,9 +9,7 @@ import type { UpsellBody } from '../orders/schemas.ts';
 import { type OrderStatus, UPSELLABLE } from '../orders/states.ts';
 import { draftLine, type LineDraft } from '../orders/pricing.ts';
 import { UseCase } from './use-case.ts';
-
-/** Transport failures after which the provider may have charged: the outcome is unknown, not a decline. */
-const MAY_HAVE_CHARGED: ReadonlySet<string> = new Set(['network_error', 'timeout', 'bad_response', 'provider_error']);
+import { EXTPAY_MAY_HAVE_ACTED } from '../payments/extpay-lookup.ts';
 
 /**
  * Process Upsell: one click on the saved payment method, in atomic phases for cards; the
@@ -202,7 +200,7 @@ export class UpsellUseCase extends UseCase {
       return t;
     });
     const r = await this.payments.sendExternalUpsell(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
-    if (r.kind === 'error' && MAY_HAVE_CHARGED.has(r.code)) {
+    if (r.kind === 'error' && EXTPAY_MAY_HAVE_ACTED.has(r.code)) {
       // The provider may have taken the charge: the attempt stays in flight (a repeat is 409), and the
       // provider's webhook or the recovery run (lookup by our attempt id) settles it.
       throw new ApiError('payment_outcome_unknown', `The external checkout provider did not answer (${r.message}); whether the upsell was charged is confirmed with it within minutes. Do not charge it again.`);

@@ -5,9 +5,8 @@ import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import * as repo from './repo.ts';
-import { EXTPAY_REFUND_REQUESTED, type ListTransactionsQuery, transactionView, type TransactionView } from './views.ts';
+import { type FirstPaymentOutcome, EXTPAY_REFUND_REQUESTED, type ListTransactionsQuery, transactionView, type TransactionView } from './views.ts';
 import { ExtpayLedger } from './external.ts';
-import type { FirstPaymentOutcome } from '../payments/service.ts';
 
 export { EXTPAY_REFUND_REQUESTED, disputeView, type ListTransactionsQuery, transactionView, type TransactionView } from './views.ts';
 

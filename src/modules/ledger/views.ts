@@ -60,3 +60,17 @@ export interface ListTransactionsQuery {
   is_test?: boolean | undefined;
 }
 
+
+/** What the provider said about an extpay payment that settled a first payment. */
+export interface ExternalPaid {
+  paymentRef: string;
+  memberRef: string | null;
+  membershipRef: string | null;
+  cardBrand: string | null;
+  cardLast4: string | null;
+}
+
+/** How a pending first payment ended (3-D Secure gateway or extpay). */
+export type FirstPaymentOutcome =
+  | { approved: true; paymentMethod: string | null; external?: ExternalPaid }
+  | { approved: false; code: string; message: string; paymentRef?: string | null };

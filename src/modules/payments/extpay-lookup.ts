@@ -4,6 +4,9 @@ import type { ExtpayConnection, ExtpayPaymentOutcome, ExtpayProviderAdapter } fr
 import type { ChargeOutcome, Found, ReversalOutcome } from '../../providers/provider.ts';
 import { EXTPAY_REFUND_REQUESTED } from '../ledger/views.ts';
 
+/** Transport failures after which the provider may have acted (charged, refunded): the outcome is unknown, not a refusal. */
+export const EXTPAY_MAY_HAVE_ACTED: ReadonlySet<string> = new Set(['network_error', 'timeout', 'bad_response', 'provider_error']);
+
 /** How far before an attempt's row the provider's object may be dated (clock skew between us and it). */
 const SKEW_MS = 60_000;
 

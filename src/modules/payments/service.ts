@@ -20,7 +20,7 @@ import type { PaymentInput } from '../orders/schemas.ts';
 import type { CardInput, CardSummary } from '../../providers/card.ts';
 import { attemptRow } from './attempts.ts';
 import { FIRST_PAYMENT, FirstPaymentLedger } from './first-payment.ts';
-import { findExtpayAttempt } from './extpay-lookup.ts';
+import { EXTPAY_MAY_HAVE_ACTED, findExtpayAttempt } from './extpay-lookup.ts';
 import type { LedgerService } from '../ledger/service.ts';
 
 import { type RouteRequest, routeTarget } from './attempts.ts';
@@ -43,19 +43,7 @@ export type UpsellStep =
   | { kind: 'call'; attempt: Row<'transactions'>; gateway: Row<'gateways'>; request: ChargeRequest }
   | { kind: 'done'; outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>; transaction: Row<'transactions'> };
 
-/** What the provider said about an extpay payment that settled a first payment. */
-export interface ExternalPaid {
-  paymentRef: string;
-  memberRef: string | null;
-  membershipRef: string | null;
-  cardBrand: string | null;
-  cardLast4: string | null;
-}
-
-/** How a pending first payment ended (3-D Secure gateway or extpay). */
-export type FirstPaymentOutcome =
-  | { approved: true; paymentMethod: string | null; external?: ExternalPaid }
-  | { approved: false; code: string; message: string; paymentRef?: string | null };
+export type { ExternalPaid, FirstPaymentOutcome } from '../ledger/views.ts';
 
 export function cardOf(payment: PaymentInput): CardInput | null {
   if (payment.method !== 'card' || !payment.card_number || !payment.card_exp || !payment.card_cvv) return null;
@@ -225,7 +213,7 @@ export class PaymentsService {
     if (reversal.type === 'void') {
       const r = await this.extpay.voidPayment(connection, { paymentId: sale.provider_ref, idempotencyKey: reversal.id });
       if (r.kind === 'voided') return { kind: 'approved', providerRef: r.paymentId, code: 'voided', text: 'Voided at the provider' };
-      return { kind: 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
+      return { kind: EXTPAY_MAY_HAVE_ACTED.has(r.code) ? 'unknown' : 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
     }
     const full = reversal.amount === sale.amount && (await this.store.run((db) => this.ledger.rows.reversedAmount(db, teamId, sale.id))).refunded === reversal.amount;
     const r = await this.extpay.refundPayment(connection, { paymentId: sale.provider_ref, ...(full ? {} : { amount: reversal.amount }), idempotencyKey: reversal.id });
@@ -233,14 +221,9 @@ export class PaymentsService {
       // No refund id yet: refund.created names it, and settles this row (repo.findRefundToSettle).
       return { kind: 'approved', providerRef: null, code: EXTPAY_REFUND_REQUESTED, text: 'Refund requested at the provider; the amount is provisional until it settles' };
     }
-    return { kind: 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
+    return { kind: EXTPAY_MAY_HAVE_ACTED.has(r.code) ? 'unknown' : 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
   }
 
-  /**
-   * extpay: opens the provider's embedded checkout for the order — one plan per checkout (spec 4.1
-   * rule 10: a recurring or trial cart renews at recurring price × quantity + recurring shipping,
-   * on the shortest interval, after the trial) — and records the first payment as pending.
-   */
   /**
    * Phase 1 of an external checkout, in the transaction that claims the order: the attempt row,
    * in flight, on the pinned or oldest Active connection. Its id becomes the checkout's
@@ -249,18 +232,10 @@ export class PaymentsService {
   async openCheckout(trx: Tx, req: { teamId: string; orderId: string; amount: number; currency: string; externalPaymentId?: string | undefined }) {
     const conn = await this.connections.resolveForOrder(trx, req.teamId, req.externalPaymentId);
     const attempt = await this.ledger.rows.insertTransaction(trx, {
-      id: newId('transaction'),
-      team_id: req.teamId,
-      order_id: req.orderId,
-      type: 'sale',
-      status: 'pending',
-      amount: req.amount,
-      currency: req.currency,
+      ...attemptRow(req, null, { status: 'pending', gatewayId: null, code: 'in_flight', text: 'Opening the checkout at the external provider' }),
       connection_id: conn.id,
       step: FIRST_PAYMENT,
       in_flight: true,
-      response_code: 'in_flight',
-      response_text: 'Opening the checkout at the external provider',
       is_test: conn.environment === 'sandbox',
     });
     return { attempt, conn };
