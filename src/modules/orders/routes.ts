@@ -58,7 +58,9 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
         summary: 'Create Order',
         description:
           'Creates the order and takes its first payment, for funnels that did not create a lead. Totals are computed from ' +
-          'the offers. 200 approved; 402 declined (`success` false, `error.code` `payment_declined`; the order stays payable).',
+          'the offers. 200 approved; 402 declined (`success` false, `error.code` `payment_declined`; the order stays payable); ' +
+          '502 `payment_outcome_unknown`: the gateway did not answer, the charge is confirmed with it within minutes (do not charge again); ' +
+          '409 `payment_in_progress` while an earlier attempt on the order is still in flight.',
         body: CreateOrderBody,
       },
     },
@@ -74,7 +76,9 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
       schema: {
         tags: ['checkout'],
         summary: 'Process Payment',
-        description: 'Pays an order created by Create Lead (or a declined order). Same answers as Create Order; 409 when the order is already paid.',
+        description:
+          'Pays an order created by Create Lead (or a declined order). Same answers as Create Order; 409 `order_not_payable` when the order is already paid, ' +
+          '409 `payment_in_progress` while an attempt on it is in flight (its outcome not yet recorded: never a second charge).',
         body: ProcessPaymentBody,
       },
     },
@@ -153,7 +157,8 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
         description:
           "One click: charges the upsell's offer × quantity (plus its shipping) on the card saved with the first payment; no card fields. " +
           '200 added (line and totals updated); 402 declined (move the customer to the next offer). Each upsell is charged at most once ' +
-          'per order: repeating it returns the first answer. extpay orders: the payment method saved by the checkout ' +
+          'per order: repeating it returns the first answer (409 while its charge is in flight; 502 `payment_outcome_unknown` when the ' +
+          'provider did not answer: the charge is confirmed with it within minutes). extpay orders: the payment method saved by the checkout ' +
           '(`setup_future_usage` off_session) is charged by the provider: 202 `payment_status` `pending_external_confirmation` ' +
           '(accepted; the line and total are added when the provider confirms, and a repeat then answers 200), 402 declined by the ' +
           'provider, 422 card fields sent, 422 `no_saved_payment_method` when the checkout saved none.',
@@ -173,7 +178,8 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
         tags: ['records'],
         summary: 'Refund a charge of the order',
         description:
-          'Full or partial, through the gateway that charged it; never more than the charge minus earlier refunds (422). 201 refunded; 422 `refund_declined` when the gateway refuses. ' +
+          'Full or partial, through the gateway that charged it; never more than the charge minus earlier refunds (422). 201 refunded; 422 `refund_declined` when the gateway refuses; ' +
+          '502 `payment_outcome_unknown` when the gateway did not answer (the refund stays pending, counts against the balance, and is confirmed with the gateway within minutes). ' +
           'extpay: submitted to the provider; the refund is recorded with `provisional: true` until the provider\'s refund.created carries the settled amount.',
         params: OrderParams,
         body: RefundBody,
