@@ -73,18 +73,19 @@ export interface FirstPaymentDeps {
 export class CardFirstPayment {
   constructor(private readonly d: FirstPaymentDeps) {}
 
-  async open(trx: Tx, order: Row<'orders'>, req: FirstChargeRequest): Promise<FirstStep> {
-    await this.claim(trx, order);
+  async open(trx: Tx, order: Row<'orders'>, req: FirstChargeRequest, wasPending: boolean): Promise<FirstStep> {
+    await this.claim(trx, order, wasPending);
     return this.d.payments.first.open(trx, req);
   }
 
   /**
    * The claim every first payment (card or external checkout) takes in its phase-1 transaction: no
    * attempt of this order may be in flight (the unique index on in-flight steps backs this up), and
-   * the coupon's use is reserved.
+   * the coupon's use is reserved. An attempt in flight leaves its order `pending` (phase 1 moves it
+   * there, and only its answer or the recovery run moves it on), so only a `pending` order is looked at.
    */
-  async claim(trx: Tx, order: Row<'orders'>): Promise<void> {
-    if (await this.d.ledger.findInFlight(trx, order.team_id, order.id, FIRST_PAYMENT)) {
+  async claim(trx: Tx, order: Row<'orders'>, wasPending: boolean): Promise<void> {
+    if (wasPending && (await this.d.ledger.findInFlight(trx, order.team_id, order.id, FIRST_PAYMENT))) {
       throw new ApiError('payment_in_progress', 'A payment for this order was sent to the provider and its outcome is not recorded yet; it is being confirmed. Retry in a moment.');
     }
     await this.reserveCoupon(trx, order);

@@ -21,8 +21,7 @@ export class PayUseCase extends UseCase {
       if (!campaign) throw notFound('Campaign');
       if (body.currency !== campaign.currency) throw invalid('currency', `must be the campaign's currency, ${campaign.currency}`);
       const drafts = await this.orders.priceLines(trx, teamId, campaign.id, body.products);
-      const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign };
-      await this.payments.preflight(trx, teamId, body.payment, route);
+      const route = await this.payments.preflight(trx, teamId, body.payment, { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign });
       const coupon = body.coupon_code ? await this.orders.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
       const customer = await this.customers.upsertByEmail(trx, teamId, { ...body.customer, phone: body.phone });
       const orderId = newId('order');
@@ -45,20 +44,29 @@ export class PayUseCase extends UseCase {
         drafts.map((d) => ({ ...d, order_id: orderId })),
       );
       await this.orders.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
-      return this.openPayment(trx, order, customer, route, body.payment, lines);
+      return this.openPayment(trx, order, customer, route, body.payment, lines, false);
     });
     return this.runPayment(teamId, claimed, body.payment);
   }
 
   /** Phase 1 of a first payment, in the transaction that claims the order (see CardFirstPayment). */
-  async openPayment(trx: Tx, order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment'], lines: Row<'order_lines'>[]) {
+  async openPayment(
+    trx: Tx,
+    order: Row<'orders'>,
+    customer: Row<'customers'>,
+    route: RouteRequest,
+    payment: ProcessPaymentBody['payment'],
+    lines: Row<'order_lines'>[],
+    /** Whether an earlier attempt may still be in flight: only an order that was `pending` can have one. */
+    wasPending: boolean,
+  ) {
     if (payment.method === 'extpay') {
-      await this.uc.card.claim(trx, order);
+      await this.uc.card.claim(trx, order, wasPending);
       const checkout = await this.payments.openCheckout(trx, { teamId: order.team_id, orderId: order.id, amount: order.total, currency: order.currency, externalPaymentId: payment.external_payment_id });
       return { order, customer, lines, route, card: null, checkout };
     }
     const req = this.chargeRequest(order, customer, route, payment);
-    return { order, customer, lines, route, card: { req, step: await this.uc.card.open(trx, order, req) }, checkout: null };
+    return { order, customer, lines, route, card: { req, step: await this.uc.card.open(trx, order, req, wasPending) }, checkout: null };
   }
 
   chargeRequest(order: Row<'orders'>, customer: Row<'customers'>, route: RouteRequest, payment: ProcessPaymentBody['payment']): FirstChargeRequest {
@@ -98,8 +106,7 @@ export class PayUseCase extends UseCase {
       if (body.campaign_id && body.campaign_id !== locked.campaign_id) throw invalid('campaign_id', 'does not match the order');
       if (body.currency && body.currency !== locked.currency) throw invalid('currency', `must be the order's currency, ${locked.currency}`);
       const campaign = await this.catalog.findCampaign(trx, teamId, locked.campaign_id);
-      const route = { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! };
-      await this.payments.preflight(trx, teamId, body.payment, route);
+      const route = await this.payments.preflight(trx, teamId, body.payment, { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! });
       if (locked.status !== 'pending') ORDER.assertMove(locked.status, 'pending');
       // One UPDATE: the client's changes, the move to pending and (extpay) the payment claim together.
       const { order, changed } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending' });
@@ -107,7 +114,7 @@ export class PayUseCase extends UseCase {
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       await this.orders.recordEvents(trx, teamId, order.id, [{ type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested', data: { changed, from_status: locked.status } }]);
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
-      return this.openPayment(trx, order, customer!, route, body.payment, lines);
+      return this.openPayment(trx, order, customer!, route, body.payment, lines, locked.status === 'pending');
     });
     return this.runPayment(teamId, claimed, body.payment);
   }

@@ -14,6 +14,8 @@ export interface RecoveryTally {
   approved: number;
   declined: number;
   not_found: number;
+  /** Found held at the provider (pending): its webhook or the watchdog settles it. */
+  pending: number;
   unresolved: number;
 }
 
@@ -32,7 +34,7 @@ export async function recoverUnknownAttempts(
   log?: Logger,
   limit = 200,
 ): Promise<RecoveryTally> {
-  const tally: RecoveryTally = { checked: 0, approved: 0, declined: 0, not_found: 0, unresolved: 0 };
+  const tally: RecoveryTally = { checked: 0, approved: 0, declined: 0, not_found: 0, pending: 0, unresolved: 0 };
   const stale = await deps.ledger.listInFlight(new Date(Date.now() - graceMs), limit);
   for (const t of stale) {
     tally.checked++;
@@ -45,7 +47,8 @@ export async function recoverUnknownAttempts(
       }
       if (found.kind === 'not_found') tally.not_found++;
       else if (found.kind === 'approved') tally.approved++;
-      else tally.declined++;
+      else if (found.kind === 'declined') tally.declined++;
+      else tally.pending++;
       await apply(deps, t, parent, found);
     } catch (err) {
       tally.unresolved++;

@@ -38,9 +38,12 @@ export class UpsellUseCase extends UseCase {
       const drafts = await this.orders.priceLines(trx, teamId, order.campaign_id, [{ offer_id: upsell.offer_id, quantity: body.quantity }]);
       const line = { ...drafts[0]!, upsell_id: upsell.id };
       const claimId = newId('orderUpsell');
-      await this.orders.rows.insertOrderUpsell(trx, { id: claimId, team_id: teamId, order_id: order.id, upsell_id: upsell.id, quantity: body.quantity, status: 'in_flight' });
-      if (method.connection_id) return { order, method, line, claimId, step: null } as const;
-      // Phase 1: the attempt commits with the claim, so a crash leaves a question for the gateway, never an unrecorded charge.
+      const claim = { id: claimId, team_id: teamId, order_id: order.id, upsell_id: upsell.id, quantity: body.quantity, status: 'in_flight' } as const;
+      if (method.connection_id) {
+        await this.orders.rows.insertOrderUpsell(trx, claim);
+        return { order, method, line, claimId, step: null } as const;
+      }
+      // Phase 1: the attempt commits with the claim that names it, so a crash leaves a question for the gateway, never an unrecorded charge.
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
       const step = await this.payments.openUpsell(trx, {
         teamId,
@@ -51,8 +54,7 @@ export class UpsellUseCase extends UseCase {
         upsellId: upsell.id,
         payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
       });
-      const attemptId = step.kind === 'call' ? step.attempt.id : step.transaction.id;
-      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: attemptId });
+      await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: step.kind === 'call' ? step.attempt.id : step.transaction.id });
       return { order, method, line, claimId, step } as const;
     });
     if ('replay' in claim) {
@@ -138,9 +140,12 @@ export class UpsellUseCase extends UseCase {
   ): Promise<{ httpStatus: number; body: string }> {
     const amount = line.line_total + line.shipping;
     let updated = current;
+    let lines: Row<'order_lines'>[] | undefined;
     if (outcome.approved) {
       const [added] = await this.orders.rows.insertLines(trx, [{ ...line, order_id: current.id }]);
-      updated = await this.orders.rows.updateOrder(trx, teamId, current.id, await this.orders.retotal(trx, teamId, current.id, current.coupon_id));
+      const now = await this.orders.linesAndTotals(trx, teamId, current.id, current.coupon_id);
+      lines = now.lines;
+      updated = await this.orders.rows.updateOrder(trx, teamId, current.id, now.totals);
       if (current.status === 'completed') {
         // Completed before the upsell (Capture completes a redirected payment at once): the new
         // line still ships and, if it recurs and we bill it, still renews. An extpay upsell is a
@@ -156,7 +161,7 @@ export class UpsellUseCase extends UseCase {
     } else {
       await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
     }
-    const view = await this.orders.view(trx, teamId, updated);
+    const view = await this.orders.view(trx, teamId, updated, lines);
     await this.events.emit(trx, teamId, outcome.approved ? 'order.upsell_added' : 'order.upsell_declined', {
       orderId: current.id,
       object: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },

@@ -91,6 +91,16 @@ export async function sumApprovedSales(db: Executor, teamId: string, gatewayId: 
   return Number(r.total);
 }
 
+/**
+ * Brings a gateway's counter for `month` up to the ledger's approved sales (never down): run when a
+ * cap starts to apply, since charges on an uncapped gateway reserve nothing.
+ */
+export async function seedVolume(db: Executor, teamId: string, gatewayId: string, month: string, approved: number): Promise<void> {
+  await sql`
+    INSERT INTO gateway_volume (gateway_id, month, team_id, amount) VALUES (${gatewayId}, ${month}, ${teamId}, ${approved})
+    ON CONFLICT (gateway_id, month) DO UPDATE SET amount = greatest(gateway_volume.amount, EXCLUDED.amount)`.execute(db);
+}
+
 export async function volumeOf(db: Executor, teamId: string, gatewayId: string, month: string): Promise<number> {
   const r = await db.selectFrom('gateway_volume').select('amount').where('team_id', '=', teamId).where('gateway_id', '=', gatewayId).where('month', '=', month).executeTakeFirst();
   return r ? Number(r.amount) : 0;

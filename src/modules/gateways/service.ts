@@ -172,14 +172,22 @@ export class GatewaysService {
 
   /**
    * Reserves a charge's amount on the gateway's monthly volume, atomically against the tightest of
-   * the gateway's and the router member's caps. Returns the month reserved in, or null when the
-   * charge would pass a cap (the gateway is skipped). Concurrent charges can never overrun a cap.
+   * the gateway's and the router member's caps: `month` is where it was reserved (null: no cap
+   * applies, nothing to reserve); `ok: false` when the charge would pass a cap (the gateway is
+   * skipped). Concurrent charges can never overrun a cap.
    */
-  async reserveVolume(db: Executor, teamId: string, gateway: Row<'gateways'>, memberCap: number | null, amount: number, now: Date = new Date()): Promise<string | null> {
+  async reserveVolume(db: Executor, teamId: string, gateway: Row<'gateways'>, memberCap: number | null, amount: number, now: Date = new Date()): Promise<{ ok: true; month: string | null } | { ok: false }> {
     const caps = [gateway.monthly_cap, memberCap].filter((x): x is number => x !== null);
+    if (caps.length === 0) return { ok: true, month: null };
     const month = volumeMonth(now);
-    const reserved = await repo.reserveVolume(db, teamId, gateway.id, month, amount, caps.length ? Math.min(...caps) : null);
-    return reserved === undefined ? null : month;
+    const reserved = await repo.reserveVolume(db, teamId, gateway.id, month, amount, Math.min(...caps));
+    return reserved === undefined ? { ok: false } : { ok: true, month };
+  }
+
+  /** A cap starts to apply to these gateways: their counters catch up with this month's approved sales first. */
+  private async seedVolumes(db: Executor, teamId: string, gatewayIds: readonly string[], now: Date = new Date()): Promise<void> {
+    const { from, to } = utcMonth(now);
+    for (const id of gatewayIds) await repo.seedVolume(db, teamId, id, volumeMonth(now), await repo.sumApprovedSales(db, teamId, id, from, to));
   }
 
   releaseVolume(db: Executor, teamId: string, gatewayId: string, month: string, amount: number): Promise<void> {
@@ -260,9 +268,11 @@ export class GatewaysService {
       const wrong = foreign.find((k) => k in credentials);
       if (wrong) throw invalid(`credentials.${wrong}`, `is not a credential of a ${current.kind} gateway`);
     }
-    const row = await this.store.run((db) =>
-      repo.updateGateway(db, teamId, id, { ...rest, ...(credentials ? { credentials: this.sealCredentials(credentials) } : {}) }),
-    );
+    const row = await this.store.transaction(async (trx) => {
+      const updated = await repo.updateGateway(trx, teamId, id, { ...rest, ...(credentials ? { credentials: this.sealCredentials(credentials) } : {}) });
+      if (updated && rest.monthly_cap != null) await this.seedVolumes(trx, teamId, [id]);
+      return updated;
+    });
     if (!row) throw notFound('Gateway');
     return this.gatewayView(row);
   }
@@ -285,6 +295,7 @@ export class GatewaysService {
         is_active: input.is_active,
       });
       await repo.insertRouterMembers(trx, this.memberRows(teamId, router.id, input.members));
+      await this.seedVolumes(trx, teamId, input.members.filter((m) => m.monthly_cap != null).map((m) => m.gateway_id));
       return { router, members: await repo.listRouterMembers(trx, teamId, [router.id]) };
     });
     return routerView(router, members);
@@ -311,6 +322,7 @@ export class GatewaysService {
         await this.requireGateways(trx, teamId, newMembers);
         await repo.deleteRouterMembers(trx, teamId, id);
         await repo.insertRouterMembers(trx, this.memberRows(teamId, id, newMembers));
+        await this.seedVolumes(trx, teamId, newMembers.filter((m) => m.monthly_cap != null).map((m) => m.gateway_id));
       }
       const router = await repo.updateRouter(trx, teamId, id, rest);
       if (!router) throw notFound('Payment orchestrator');

@@ -99,6 +99,8 @@ export class LedgerService {
       step: `${kind}:${reversalId}`,
       in_flight: true,
       status: 'pending',
+      response_code: 'in_flight',
+      response_text: `Sent to the provider; waiting for its answer`,
       amount,
       currency: locked.currency,
       gateway_id: locked.gateway_id,

@@ -70,9 +70,14 @@ export class OrdersService {
   }
 
   async retotal(trx: Tx, teamId: string, orderId: string, couponId: string | null) {
-    const all = await repo.linesOf(trx, teamId, [orderId]);
+    return (await this.linesAndTotals(trx, teamId, orderId, couponId)).totals;
+  }
+
+  /** The order's lines and the totals they make (with its coupon): one read of the lines for both. */
+  async linesAndTotals(trx: Tx, teamId: string, orderId: string, couponId: string | null) {
+    const lines = await repo.linesOf(trx, teamId, [orderId]);
     const coupon = couponId ? await this.catalog.findCoupon(trx, teamId, couponId) : undefined;
-    return totalsOf(all, coupon ? discountOf(coupon, all) : 0);
+    return { lines, totals: totalsOf(lines, coupon ? discountOf(coupon, lines) : 0) };
   }
 
   /**
@@ -130,9 +135,10 @@ export class OrdersService {
     await repo.insertEvents(trx, this.timelineRows(teamId, orderId, events));
   }
 
-  async view(db: Executor, teamId: string, order: Row<'orders'>): Promise<OrderView> {
+  /** The API's view of an order; `lines` when the caller has just read them. */
+  async view(db: Executor, teamId: string, order: Row<'orders'>, knownLines?: Row<'order_lines'>[]): Promise<OrderView> {
     const [customer] = await this.customers.findMany(db, teamId, [order.customer_id]);
-    const lines = await repo.linesOf(db, teamId, [order.id]);
+    const lines = knownLines ?? (await repo.linesOf(db, teamId, [order.id]));
     return orderView(order, customer!, lines);
   }
 

@@ -8,6 +8,8 @@ export interface RouteRequest {
   gatewayId?: string | undefined;
   paymentOrchestratorId?: string | undefined;
   campaign: Row<'campaigns'>;
+  /** The gateway the route names directly, when preflight has read it already. */
+  gateway?: Row<'gateways'> | undefined;
 }
 
 /**

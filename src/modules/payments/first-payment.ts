@@ -31,7 +31,7 @@ export class FirstPaymentLedger {
   async plan(trx: Tx, teamId: string, route: RouteRequest): Promise<PaymentPlan> {
     const { routerId, gatewayId } = routeTarget(route);
     if (gatewayId) {
-      const g = await this.gateways.findGateway(trx, teamId, gatewayId);
+      const g = route.gateway?.id === gatewayId ? route.gateway : await this.gateways.findGateway(trx, teamId, gatewayId);
       return { routerId: null, maxAttempts: 1, candidates: g ? [{ gateway: g, memberCap: null }] : [], skipped: [] };
     }
     if (routerId) {
@@ -77,8 +77,8 @@ export class FirstPaymentLedger {
         plan.skipped.push({ gateway_id: gateway.id, reason: 'inactive' });
         continue;
       }
-      const month = await this.gateways.reserveVolume(trx, req.teamId, gateway, memberCap, req.amount);
-      if (!month) {
+      const volume = await this.gateways.reserveVolume(trx, req.teamId, gateway, memberCap, req.amount);
+      if (!volume.ok) {
         plan.skipped.push({ gateway_id: gateway.id, reason: 'monthly_cap_reached' });
         continue;
       }
@@ -86,7 +86,7 @@ export class FirstPaymentLedger {
         ...attemptRow(req, card, { status: 'pending', gatewayId: gateway.id, routerId: plan.routerId, attempt: tried + 1, code: 'in_flight', text: 'Sent to the gateway; waiting for its answer' }),
         step: FIRST_PAYMENT,
         in_flight: true,
-        volume_month: month,
+        volume_month: volume.month,
         is_test: gateway.test_mode,
       });
       return { kind: 'call', attempt, gateway, plan, index: i, transactions: [...transactions, attempt] };
@@ -164,7 +164,7 @@ export class FirstPaymentLedger {
     });
     if (!t) return null;
     if (status === 'declined') await this.releaseVolume(trx, t);
-    return { transaction: t, paymentMethod: method ?? (attempt.payment_method_id ? ((await this.ledger.rows.findPaymentMethod(trx, teamId, attempt.payment_method_id)) ?? null) : null) };
+    return { transaction: t, paymentMethod: method };
   }
 
   /** A declined or abandoned attempt gives back the volume it reserved on its gateway. */

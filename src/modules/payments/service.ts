@@ -76,28 +76,30 @@ export class PaymentsService {
    * Checks made before anything is written or any provider is called; a request failing
    * here leaves no trace. Explicit routing ids must name the team's own gateway or router.
    */
-  async preflight(db: Executor, teamId: string, payment: PaymentInput, route: RouteRequest): Promise<void> {
+  async preflight(db: Executor, teamId: string, payment: PaymentInput, route: RouteRequest): Promise<RouteRequest> {
     if (payment.method === 'extpay') {
       // Spec 4.1 rule 8: the pinned connection, or any Active one; none → "not configured".
       await this.connections.resolveForOrder(db, teamId, payment.external_payment_id);
-      return;
+      return route;
     }
-    if (route.gatewayId && !(await this.gateways.findGateway(db, teamId, route.gatewayId))) throw invalid('gateway_id', 'no such gateway');
+    const { gatewayId: directId } = routeTarget(route);
+    // Routed straight to one gateway: read once here, and the plan uses the same row.
+    const direct = directId ? await this.gateways.findGateway(db, teamId, directId) : undefined;
+    if (route.gatewayId && !direct) throw invalid('gateway_id', 'no such gateway');
     if (route.paymentOrchestratorId && !(await this.gateways.findRouter(db, teamId, route.paymentOrchestratorId))) {
       throw invalid('payment_orchestrator_id', 'no such payment orchestrator');
     }
-    // Spec 4.1 rule 2: routed directly to the 3-D Secure gateway (no router in between), both URLs
-    // are checked here, before any gateway call. Through a router the gateway's decline says so (rule 3).
-    const { gatewayId: directId } = routeTarget(route);
-    if (directId && payment.method === 'card' && (!payment.return_url || !payment.cancel_url)) {
-      const direct = await this.gateways.findGateway(db, teamId, directId);
-      if (direct?.kind === 'threeds') {
+    // Spec 4.1 rule 2: routed directly to a gateway that demands 3-D Secure (no router in between),
+    // both URLs are checked here, before any gateway call. Through a router the gateway's decline says so (rule 3).
+    if (direct && payment.method === 'card' && (!payment.return_url || !payment.cancel_url)) {
+      if (this.provider(direct).capabilities.redirect) {
         const missing = (['return_url', 'cancel_url'] as const).filter((f) => !payment[f]);
         throw new ApiError('validation_failed', 'This gateway requires 3D Secure: send payment.return_url and payment.cancel_url.', {
           fields: missing.map((f) => ({ path: `payment.${f}`, message: 'is required: the gateway requires 3D Secure' })),
         });
       }
     }
+    return direct ? { ...route, gateway: direct } : route;
   }
 
   /** The provider of a gateway's kind: the one interface every card gateway speaks through. */
@@ -133,13 +135,13 @@ export class PaymentsService {
     if (req.amount === 0) return done('approved', 'no_charge', 'Nothing to charge (amount 0)', m.is_test);
     const gateway = m.gateway_id ? await this.gateways.findGateway(trx, req.teamId, m.gateway_id) : undefined;
     if (!gateway || !gateway.is_active || !m.vault_ref) return done('declined', 'gateway_unavailable', 'The gateway that saved this card is not available.', false);
-    const month = await this.gateways.reserveVolume(trx, req.teamId, gateway, null, req.amount);
-    if (!month) return done('declined', 'no_route', `No payment gateway is available: ${gateway.id} monthly cap reached.`, false);
+    const volume = await this.gateways.reserveVolume(trx, req.teamId, gateway, null, req.amount);
+    if (!volume.ok) return done('declined', 'no_route', `No payment gateway is available: ${gateway.id} monthly cap reached.`, false);
     const id = newId('transaction');
     const attempt = await this.ledger.rows.insertTransaction(trx, {
       ...base(id, 'pending', 'in_flight', 'Sent to the gateway; waiting for its answer', gateway.id),
       in_flight: true,
-      volume_month: month,
+      volume_month: volume.month,
       is_test: gateway.test_mode,
     });
     // Merchant-initiated on the saved card, chained to the authenticated first payment: never redirected.
@@ -174,8 +176,10 @@ export class PaymentsService {
       // A test-card charge never reached a provider, and neither did its refund: phase 2 approves it at once.
       return { kind: 'approved', providerRef: `test_${t.id}`, code: 'test_card', text: 'Approved: test card' };
     }
-    if (t.connection_id) {
-      const conn = await this.store.run((db) => this.connections.findLive(db, t.team_id, t.connection_id!));
+    // A refund or void row names its sale's gateway; its provider connection is the sale's.
+    const connectionId = t.connection_id ?? parent?.connection_id ?? null;
+    if (connectionId) {
+      const conn = await this.store.run((db) => this.connections.findLive(db, t.team_id, connectionId));
       if (!conn) return { kind: 'unknown', providerRef: null, code: 'provider_unavailable', text: 'The provider connection of this attempt is not available.' };
       const method = t.payment_method_id ? await this.store.run((db) => this.ledger.rows.findPaymentMethod(db, t.team_id, t.payment_method_id!)) : undefined;
       return findExtpayAttempt(this.extpay, this.connections.connection(conn), t, { parent, memberRef: method?.member_ref ?? null });
