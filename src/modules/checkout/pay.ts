@@ -143,12 +143,12 @@ export class PayUseCase extends UseCase {
       const current = (await this.orders.rows.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
       if (sent.kind === 'failed') {
         // No checkout reached the customer, so nothing can be paid: the attempt fails and the order stays payable.
-        const closed = await this.ledger.rows.closeAttempt(trx, teamId, opened.attempt.id, { status: 'declined', response_code: sent.code, response_text: sent.message });
+        const closed = await this.ledger.rows.closeAttempt(trx, teamId, opened.attempt, { status: 'declined', response_code: sent.code, response_text: sent.message });
         if (closed && current.coupon_id) await this.catalog.releaseCoupon(trx, teamId, current.coupon_id, current.id);
         await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.failed', data: { transaction: opened.attempt.id, provider: 'extpay', reason: sent.message } }]);
         return null;
       }
-      const t = await this.ledger.rows.closeAttempt(trx, teamId, opened.attempt.id, {
+      const t = await this.ledger.rows.closeAttempt(trx, teamId, opened.attempt, {
         status: 'pending',
         // The payment id is learned at Capture or from the webhook; until then the plan names it.
         plan_ref: sent.planRef,

@@ -4,6 +4,7 @@ import type { Row } from '../../db/schema.ts';
 import type { ExtpayDispute, ExtpayPayment, ExtpayRefund, ExtpaySetupIntent } from '../../providers/extpay/types.ts';
 import { disputeIsChargeback, EXTPAY_REFUND_STATES } from '../../providers/extpay/status.ts';
 import * as repo from './repo.ts';
+import { moveTransaction } from './moves.ts';
 
 /** The external checkout provider's records in the ledger: its sales, upsells, renewals, refunds, disputes and saved methods. */
 export class ExtpayLedger {
@@ -70,12 +71,12 @@ export class ExtpayLedger {
     const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
     if (!txn || txn.status !== 'pending') return null;
     if (outcome.status === 'pending') {
-      return repo.updateTransaction(trx, teamId, txnId, { in_flight: false, provider_ref: outcome.paymentRef, response_code: 'pending', response_text: 'Accepted by the provider; waiting for its confirmation' });
+      return moveTransaction(trx, txn, { in_flight: false, provider_ref: outcome.paymentRef, response_code: 'pending', response_text: 'Accepted by the provider; waiting for its confirmation' });
     }
     if (outcome.status === 'approved') {
-      return repo.updateTransaction(trx, teamId, txnId, { status: 'approved', in_flight: false, provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
+      return moveTransaction(trx, txn, { status: 'approved', in_flight: false, provider_ref: outcome.paymentRef, response_code: 'paid', response_text: 'Paid at the external checkout provider' });
     }
-    return repo.updateTransaction(trx, teamId, txnId, {
+    return moveTransaction(trx, txn, {
       status: 'declined',
       in_flight: false,
       ...(outcome.paymentRef ? { provider_ref: outcome.paymentRef } : {}),
@@ -141,16 +142,16 @@ export class ExtpayLedger {
     }
     if (state === 'pending') {
       if (txn.provider_ref === r.id) return { delta: 0, transaction: txn, change: 'unchanged' };
-      return { delta: 0, transaction: await repo.updateTransaction(trx, teamId, txn.id, { provider_ref: r.id }), change: 'pending' };
+      return { delta: 0, transaction: await moveTransaction(trx, txn, { provider_ref: r.id }), change: 'pending' };
     }
     if (state === 'failed') {
       if (txn.status === 'declined') return { delta: 0, transaction: txn, change: 'unchanged' };
-      const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'declined', in_flight: false, provisional: false, provider_ref: r.id, response_code: 'refund_failed', response_text: 'The provider could not complete the refund' });
+      const t = await moveTransaction(trx, txn, { status: 'declined', in_flight: false, provisional: false, provider_ref: r.id, response_code: 'refund_failed', response_text: 'The provider could not complete the refund' });
       return { delta: txn.status === 'approved' ? -txn.amount : 0, transaction: t, change: 'failed' };
     }
     if (!txn.provisional && txn.amount === r.amount && txn.status === 'approved') return { delta: 0, transaction: txn, change: 'unchanged' };
     const before = txn.status === 'approved' ? txn.amount : 0;
-    const t = await repo.updateTransaction(trx, teamId, txn.id, {
+    const t = await moveTransaction(trx, txn, {
       status: 'approved',
       in_flight: false,
       amount: r.amount,

@@ -5,6 +5,7 @@ import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import * as repo from './repo.ts';
+import { closeAttempt, moveTransaction } from './moves.ts';
 import { type FirstPaymentOutcome, EXTPAY_REFUND_REQUESTED, type ListTransactionsQuery, transactionView, type TransactionView } from './views.ts';
 import { ExtpayLedger } from './external.ts';
 
@@ -13,7 +14,7 @@ export { EXTPAY_REFUND_REQUESTED, disputeView, type ListTransactionsQuery, trans
 /** The rows the payments module writes for its attempts (always in the caller's transaction). */
 const LEDGER_ROWS = {
   insertTransaction: repo.insertTransaction,
-  closeAttempt: repo.closeAttempt,
+  closeAttempt,
   findTransaction: repo.findTransaction,
   listOrderTransactions: repo.listOrderTransactions,
   reversedAmount: repo.reversedAmount,
@@ -123,10 +124,10 @@ export class LedgerService {
     const current = (await repo.findTransaction(trx, teamId, reversal.id, { forUpdate: true }))!;
     if (current.status !== 'pending') {
       // The provider's own event (extpay refund.created) settled it while our call was out: it is no longer a question.
-      const row = current.in_flight ? await repo.updateTransaction(trx, teamId, reversal.id, { in_flight: false }) : current;
+      const row = current.in_flight ? await moveTransaction(trx, current, { in_flight: false }) : current;
       return { row, settledMeanwhile: true };
     }
-    const row = await repo.updateTransaction(trx, teamId, reversal.id, {
+    const row = await moveTransaction(trx, current, {
       status: result.kind === 'approved' ? 'approved' : 'declined',
       in_flight: false,
       ...(result.providerRef ? { provider_ref: result.providerRef } : {}),
@@ -168,7 +169,7 @@ export class LedgerService {
     const txn = await repo.findTransaction(trx, teamId, txnId, { forUpdate: true });
     if (!txn || txn.status !== 'pending') return null;
     if (!outcome.approved) {
-      const t = await repo.updateTransaction(trx, teamId, txn.id, {
+      const t = await moveTransaction(trx, txn, {
         status: 'declined',
         response_code: outcome.code,
         response_text: outcome.message,
@@ -194,7 +195,7 @@ export class LedgerService {
             is_test: txn.is_test,
           })
         : null;
-      const t = await repo.updateTransaction(trx, teamId, txn.id, {
+      const t = await moveTransaction(trx, txn, {
         status: 'approved',
         provider_ref: ext.paymentRef,
         response_code: 'paid',
@@ -218,7 +219,7 @@ export class LedgerService {
       exp: txn.card_exp ?? '',
       is_test: txn.is_test,
     });
-    const t = await repo.updateTransaction(trx, teamId, txn.id, { status: 'approved', response_code: 'succeeded', response_text: 'Approved after 3-D Secure', payment_method_id: method.id });
+    const t = await moveTransaction(trx, txn, { status: 'approved', response_code: 'succeeded', response_text: 'Approved after 3-D Secure', payment_method_id: method.id });
     return { transaction: t, paymentMethod: method };
   }
 

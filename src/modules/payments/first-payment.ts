@@ -154,7 +154,7 @@ export class FirstPaymentLedger {
       method = await this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
     }
     const status = outcome.kind === 'approved' ? 'approved' : outcome.kind === 'declined' ? 'declined' : 'pending';
-    const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt.id, {
+    const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt, {
       status,
       provider_ref: outcome.providerRef,
       auth_code: outcome.kind === 'approved' ? outcome.authCode : null,
