@@ -110,7 +110,7 @@ export class SubscriptionsService {
       const same = r.status === status && r.membership_ref === membership.id && (r.next_billing_at?.getTime() ?? null) === (nextBillingAt?.getTime() ?? null);
       if (same) continue;
       changed.push(
-        await this.changeStatus(trx, r, status, (db) => repo.updateSubscription(db, teamId, r.id, { status, membership_ref: membership.id, next_billing_at: nextBillingAt })),
+        await this.changeStatus(trx, r, status, (db) => repo.updateSubscription(db, teamId, r.id, { status, membership_ref: membership.id, next_billing_at: nextBillingAt }), { mirror: true }),
       );
     }
     return changed;
@@ -225,13 +225,29 @@ export class SubscriptionsService {
    * Every status write of a subscription, under its row lock: the move is checked against
    * SUBSCRIPTION and, when the status really changes, the order's timeline records it in the
    * same transaction. A write that keeps the status (a new billing date) records nothing.
+   * `mirror`: the provider bills the subscription and its state is the truth; a move the table
+   * does not list is still applied (refusing it would make the provider redeliver its event
+   * forever) and its timeline row says so (`off_table`), for someone to look at.
    */
-  private changeStatus(trx: Tx, current: Row<'subscriptions'>, to: SubscriptionStatus, write: (trx: Tx) => Promise<Row<'subscriptions'>>): Promise<Row<'subscriptions'>> {
+  private changeStatus(
+    trx: Tx,
+    current: Row<'subscriptions'>,
+    to: SubscriptionStatus,
+    write: (trx: Tx) => Promise<Row<'subscriptions'>>,
+    opts: { mirror?: boolean } = {},
+  ): Promise<Row<'subscriptions'>> {
+    const offTable = opts.mirror === true && current.status !== to && !SUBSCRIPTION.canMove(current.status, to);
     const event: TransitionEvent | null =
       current.status === to
         ? null
-        : { teamId: current.team_id, orderId: current.order_id, type: 'subscription.status_changed', data: { subscription_id: current.id, from_status: current.status, to_status: to } };
-    return transition(trx, SUBSCRIPTION.move(current.status, to), event ? { write, event, recordEvent: repo.insertOrderEvent } : { write, event: null });
+        : {
+            teamId: current.team_id,
+            orderId: current.order_id,
+            type: 'subscription.status_changed',
+            data: { subscription_id: current.id, from_status: current.status, to_status: to, ...(offTable ? { off_table: true } : {}) },
+          };
+    const move = offTable ? [] : SUBSCRIPTION.move(current.status, to);
+    return transition(trx, move, event ? { write, event, recordEvent: repo.insertOrderEvent } : { write, event: null });
   }
 
   /** The connection that bills the subscription, decrypted; whatever its Active flag, as long as it is not deleted. */

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/app/ids.ts';
+import type { ExtpayMembership } from '../src/providers/extpay/types.ts';
+import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
+import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+
+/**
+ * Subscription status writes go through the SUBSCRIPTION table. A card subscription's own actions
+ * are refused off the table; the provider's membership state is the truth for one it bills, so an
+ * off-table move is applied anyway and flagged on the timeline (a refusal would make the provider
+ * redeliver its event forever).
+ */
+let app: TestApp;
+let team: TestTeam;
+let funnel: Funnel;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  team = await app.newTeam('Mirror');
+  funnel = await seedFunnel(app, team.teamId);
+});
+afterAll(async () => app?.close());
+
+async function subscriptionIn(status: string): Promise<{ orderId: string; subId: string; membership: string }> {
+  const lead = await team.api.post('/checkout/leads', { campaign_id: funnel.campaignId, customer: { email: email('mirror') }, products: [{ offer_id: funnel.offers.trial, quantity: 1 }] });
+  expect(lead.status).toBe(201);
+  const orderId: string = lead.body.data.order_number;
+  const subId = newId('subscription');
+  const membership = `mem_${subId.slice(4)}`;
+  await app.store.run((db) =>
+    db
+      .insertInto('subscriptions')
+      .values({
+        id: subId,
+        team_id: team.teamId,
+        order_id: orderId,
+        customer_id: lead.body.data.customer.customer_number,
+        offer_id: funnel.offers.trial,
+        status,
+        interval_unit: 'month',
+        interval_count: 1,
+        recurring_price: 2900,
+        currency: 'USD',
+        externally_managed: true,
+        membership_ref: membership,
+      })
+      .execute(),
+  );
+  return { orderId, subId, membership };
+}
+
+function membership(id: string, status: ExtpayMembership['status']): ExtpayMembership {
+  return { id, status, cancelAtPeriodEnd: false, paused: false, planId: null, memberId: null, companyId: null, renewalPeriodStart: null, renewalPeriodEnd: null, canceledAt: null, metadata: {} };
+}
+
+describe('subscription status moves', () => {
+  it("the provider's membership state is applied even off the table, and the timeline flags it", async () => {
+    const s = await subscriptionIn('expired');
+    const changed = await app.store.transaction((trx) => app.ctx.services.subscriptions.applyMembership(trx, team.teamId, membership(s.membership, 'active')));
+    expect(changed.map((c) => c.status)).toEqual(['active']);
+    const events = (await team.api.get(`/v1/orders/${s.orderId}`)).body.data.events;
+    expect(events).toContainEqual(expect.objectContaining({ type: 'subscription.status_changed', data: { subscription_id: s.subId, from_status: 'expired', to_status: 'active', off_table: true } }));
+  });
+
+  it('a move on the table is recorded without the flag', async () => {
+    const s = await subscriptionIn('active');
+    await app.store.transaction((trx) => app.ctx.services.subscriptions.applyMembership(trx, team.teamId, membership(s.membership, 'past_due')));
+    const events = (await team.api.get(`/v1/orders/${s.orderId}`)).body.data.events;
+    expect(events).toContainEqual(expect.objectContaining({ type: 'subscription.status_changed', data: { subscription_id: s.subId, from_status: 'active', to_status: 'past_due' } }));
+  });
+});
