@@ -121,7 +121,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
         summary: 'Complete Order',
         description:
           'Completes a paid order once: creates its fulfillment (physical lines) and subscriptions (recurring and trial lines), ' +
-          'records the coupon use, and queues the order.completed webhooks and the purchase e-mail at once. A second call changes ' +
+          'keeps the coupon use (reserved when the payment started), and queues the order.completed webhooks and the purchase e-mail at once. A second call changes ' +
           'nothing and answers the same. 409 `order_not_completable` for an unpaid order or a payment still `pending_redirect`.',
         body: OrderParams,
       },
