@@ -18,7 +18,8 @@ export const DEFAULT_SLOW_MS = 2000;
 export async function buildSandbox(opts: SandboxOptions = {}): Promise<FastifyInstance> {
   // Warnings and errors only (Fastify's per-request lines are info), never bodies: the card gateway's
   // requests carry card numbers. The app's logger options add redaction and PAN masking on top.
-  const app = Fastify({ logger: loggerOptions('warn') });
+  // A stand-in stops at once: the app's keep-alive connections to it are not waited for (Fastify keeps them 72 s).
+  const app = Fastify({ logger: loggerOptions('warn'), forceCloseConnections: true });
   app.get('/sandbox/health', async () => ({ ok: true, providers: ['nmi', 'threeds', 'extpay'] }));
   await app.register(nmiSandbox, { slowMs: opts.slowMs ?? DEFAULT_SLOW_MS });
   // The 3-D Secure gateway: base URL `${url}/3ds`.

@@ -6,6 +6,7 @@ import type { Executor, Store } from '../../db/database.ts';
 import { type ListableTable, listPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
+import { GatewayVolume } from './volume.ts';
 import type {
   BinBlock,
   CreateBinBlock,
@@ -76,18 +77,7 @@ export function orderMembers<T extends { priority: number; weight: number }>(str
   return ordered;
 }
 
-/** [first instant of now's UTC month, first instant of the next one). */
-/** The UTC month a charge's volume counts in: 'YYYY-MM'. */
-export function volumeMonth(now: Date): string {
-  return now.toISOString().slice(0, 7);
-}
-
-export function utcMonth(now: Date): { from: Date; to: Date } {
-  return {
-    from: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-    to: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)),
-  };
-}
+export { utcMonth, volumeMonth } from './volume.ts';
 
 function digitsOf(pan: string): string {
   return pan.replace(/\D/g, '');
@@ -159,39 +149,12 @@ export class GatewaysService {
     };
   }
 
+  /** Month-to-date volume: the cap counters charges reserve on, and the ledger's approved sales. */
+  readonly volume = new GatewayVolume();
+
   /** Approved sales through the gateway since the first instant of the current UTC month; refunds are not subtracted. */
   monthToDateVolume(db: Executor, teamId: string, gatewayId: string, now: Date = new Date()): Promise<number> {
-    const { from, to } = utcMonth(now);
-    return repo.sumApprovedSales(db, teamId, gatewayId, from, to);
-  }
-
-  /** What the cap is checked against: approved sales plus what open attempts have reserved this UTC month. */
-  reservedVolume(db: Executor, teamId: string, gatewayId: string, now: Date = new Date()): Promise<number> {
-    return repo.volumeOf(db, teamId, gatewayId, volumeMonth(now));
-  }
-
-  /**
-   * Reserves a charge's amount on the gateway's monthly volume, atomically against the tightest of
-   * the gateway's and the router member's caps: `month` is where it was reserved (null: no cap
-   * applies, nothing to reserve); `ok: false` when the charge would pass a cap (the gateway is
-   * skipped). Concurrent charges can never overrun a cap.
-   */
-  async reserveVolume(db: Executor, teamId: string, gateway: Row<'gateways'>, memberCap: number | null, amount: number, now: Date = new Date()): Promise<{ ok: true; month: string | null } | { ok: false }> {
-    const caps = [gateway.monthly_cap, memberCap].filter((x): x is number => x !== null);
-    if (caps.length === 0) return { ok: true, month: null };
-    const month = volumeMonth(now);
-    const reserved = await repo.reserveVolume(db, teamId, gateway.id, month, amount, Math.min(...caps));
-    return reserved === undefined ? { ok: false } : { ok: true, month };
-  }
-
-  /** A cap starts to apply to these gateways: their counters catch up with this month's approved sales first. */
-  private async seedVolumes(db: Executor, teamId: string, gatewayIds: readonly string[], now: Date = new Date()): Promise<void> {
-    const { from, to } = utcMonth(now);
-    for (const id of gatewayIds) await repo.seedVolume(db, teamId, id, volumeMonth(now), await repo.sumApprovedSales(db, teamId, id, from, to));
-  }
-
-  releaseVolume(db: Executor, teamId: string, gatewayId: string, month: string, amount: number): Promise<void> {
-    return repo.releaseVolume(db, teamId, gatewayId, month, amount);
+    return this.volume.approvedThisMonth(db, teamId, gatewayId, now);
   }
 
   /** The blacklist entry whose prefix the card number starts with (the longest, when several do). */
@@ -270,7 +233,7 @@ export class GatewaysService {
     }
     const row = await this.store.transaction(async (trx) => {
       const updated = await repo.updateGateway(trx, teamId, id, { ...rest, ...(credentials ? { credentials: this.sealCredentials(credentials) } : {}) });
-      if (updated && rest.monthly_cap != null) await this.seedVolumes(trx, teamId, [id]);
+      if (updated && rest.monthly_cap != null) await this.volume.seed(trx, teamId, [id]);
       return updated;
     });
     if (!row) throw notFound('Gateway');
@@ -295,7 +258,7 @@ export class GatewaysService {
         is_active: input.is_active,
       });
       await repo.insertRouterMembers(trx, this.memberRows(teamId, router.id, input.members));
-      await this.seedVolumes(trx, teamId, input.members.filter((m) => m.monthly_cap != null).map((m) => m.gateway_id));
+      await this.volume.seed(trx, teamId, input.members.filter((m) => m.monthly_cap != null).map((m) => m.gateway_id));
       return { router, members: await repo.listRouterMembers(trx, teamId, [router.id]) };
     });
     return routerView(router, members);
@@ -322,7 +285,7 @@ export class GatewaysService {
         await this.requireGateways(trx, teamId, newMembers);
         await repo.deleteRouterMembers(trx, teamId, id);
         await repo.insertRouterMembers(trx, this.memberRows(teamId, id, newMembers));
-        await this.seedVolumes(trx, teamId, newMembers.filter((m) => m.monthly_cap != null).map((m) => m.gateway_id));
+        await this.volume.seed(trx, teamId, newMembers.filter((m) => m.monthly_cap != null).map((m) => m.gateway_id));
       }
       const router = await repo.updateRouter(trx, teamId, id, rest);
       if (!router) throw notFound('Payment orchestrator');

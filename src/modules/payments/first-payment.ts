@@ -77,7 +77,7 @@ export class FirstPaymentLedger {
         plan.skipped.push({ gateway_id: gateway.id, reason: 'inactive' });
         continue;
       }
-      const volume = await this.gateways.reserveVolume(trx, req.teamId, gateway, memberCap, req.amount);
+      const volume = await this.gateways.volume.reserve(trx, req.teamId, gateway, memberCap, req.amount);
       if (!volume.ok) {
         plan.skipped.push({ gateway_id: gateway.id, reason: 'monthly_cap_reached' });
         continue;
@@ -169,7 +169,7 @@ export class FirstPaymentLedger {
 
   /** A declined or abandoned attempt gives back the volume it reserved on its gateway. */
   async releaseVolume(trx: Tx, t: Row<'transactions'>): Promise<void> {
-    if (t.gateway_id && t.volume_month) await this.gateways.releaseVolume(trx, t.team_id, t.gateway_id, t.volume_month, t.amount);
+    if (t.gateway_id && t.volume_month) await this.gateways.volume.release(trx, t.team_id, t.gateway_id, t.volume_month, t.amount);
   }
 
   private saveMethod(trx: Tx, req: { teamId: string; customerId: string }, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean) {

@@ -135,7 +135,7 @@ export class PaymentsService {
     if (req.amount === 0) return done('approved', 'no_charge', 'Nothing to charge (amount 0)', m.is_test);
     const gateway = m.gateway_id ? await this.gateways.findGateway(trx, req.teamId, m.gateway_id) : undefined;
     if (!gateway || !gateway.is_active || !m.vault_ref) return done('declined', 'gateway_unavailable', 'The gateway that saved this card is not available.', false);
-    const volume = await this.gateways.reserveVolume(trx, req.teamId, gateway, null, req.amount);
+    const volume = await this.gateways.volume.reserve(trx, req.teamId, gateway, null, req.amount);
     if (!volume.ok) return done('declined', 'no_route', `No payment gateway is available: ${gateway.id} monthly cap reached.`, false);
     const id = newId('transaction');
     const attempt = await this.ledger.rows.insertTransaction(trx, {
