@@ -20,6 +20,7 @@ import { nmiAdapter } from '../providers/nmi/adapter.ts';
 import { threeDsAdapter } from '../providers/threeds/adapter.ts';
 import { nmiProvider } from '../providers/nmi/provider.ts';
 import { threeDsProvider } from '../providers/threeds/provider.ts';
+import { extpayProvider } from '../providers/extpay/provider.ts';
 import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
 import type { Config } from './config.ts';
@@ -68,7 +69,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
   const ledger = new LedgerService(store);
   const inbound = new InboundService();
-  const payments = new PaymentsService(store, gateways, ledger, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, connections, extpayAdapter);
+  const payments = new PaymentsService(store, gateways, ledger, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, extpayProvider(extpayAdapter), connections, extpayAdapter);
   const fulfillments = new FulfillmentsService(store);
   const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, ledger, events);
   const orders = new OrdersService(store, catalog, customers, ledger);

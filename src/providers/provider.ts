@@ -30,8 +30,13 @@ export interface ChargeRequest {
   currency: string;
   /** A card the customer typed now (held in memory only); exactly one of `card` and `saved`. */
   card?: { number: string; exp: string; cvv: string };
-  /** A card saved by an earlier approved payment: a merchant-initiated charge, never redirected. */
-  saved?: { vaultRef: string; originalRef: string | null };
+  /**
+   * A payment method saved by an earlier approved payment: a merchant-initiated charge, never
+   * redirected. `memberRef`: the provider's customer it belongs to (the external checkout provider).
+   */
+  saved?: { vaultRef: string; originalRef: string | null; memberRef?: string | null };
+  /** What the customer sees on the charge, where the provider shows one (the external checkout provider's inline plan). */
+  description?: string;
   saveCard: boolean;
   payer: Payer;
   billing?: { line1?: string; city?: string; state?: string; postal_code?: string; country?: string } | null;
@@ -65,24 +70,62 @@ export interface ReversalRequest {
   chargeRef: string;
   amount: number;
   currency: string;
+  /** The refund takes all that is left of the charge (a provider may want no amount then). */
+  full?: boolean;
 }
 
-export interface CardProvider {
+/** One of our attempts, as the recovery run asks a provider about it. */
+export interface AttemptRef {
+  id: string;
+  createdAt: Date;
+  /** The provider's customer a saved-method charge was made for, where the provider lists charges by customer. */
+  memberRef?: string | null;
+}
+
+export interface PaymentProvider<Account> {
   readonly kind: string;
   readonly capabilities: ProviderCapabilities;
-  charge(account: GatewayAccount, req: ChargeRequest): Promise<ChargeOutcome>;
+  charge(account: Account, req: ChargeRequest): Promise<ChargeOutcome>;
   /** Where a redirected or held charge stands now (Capture, webhooks, the watchdog). */
-  retrieve(account: GatewayAccount, providerRef: string): Promise<ChargeOutcome>;
+  retrieve(account: Account, providerRef: string): Promise<ChargeOutcome>;
   /** The charge our attempt made, found by our attempt id; `not_found` when the provider never saw it. */
-  findCharge(account: GatewayAccount, attemptId: string): Promise<Found<ChargeOutcome>>;
-  refund(account: GatewayAccount, req: ReversalRequest): Promise<ReversalOutcome>;
-  void(account: GatewayAccount, req: Omit<ReversalRequest, 'amount'>): Promise<ReversalOutcome>;
-  /** The refund or void our attempt made, found by our attempt id. */
-  findReversal(account: GatewayAccount, req: ReversalRequest & { type: 'refund' | 'void' }): Promise<Found<ReversalOutcome>>;
+  findCharge(account: Account, attempt: AttemptRef): Promise<Found<ChargeOutcome>>;
+  refund(account: Account, req: ReversalRequest): Promise<ReversalOutcome>;
+  void(account: Account, req: Omit<ReversalRequest, 'amount'>): Promise<ReversalOutcome>;
+  /** The refund or void our attempt made, found by our attempt id (or, where it has none, on the charge). */
+  findReversal(account: Account, req: ReversalRequest & { type: 'refund' | 'void'; since: Date }): Promise<Found<ReversalOutcome>>;
 }
+
+/** A card gateway: an account is its base URL and credentials. */
+export type CardProvider = PaymentProvider<GatewayAccount>;
 
 /** The card providers by gateway kind. */
 export type CardProviders = Readonly<Record<string, CardProvider>>;
+
+/** A provider with its account in hand: what the payment core calls, whatever the provider. */
+export interface BoundProvider {
+  readonly kind: string;
+  readonly capabilities: ProviderCapabilities;
+  charge(req: ChargeRequest): Promise<ChargeOutcome>;
+  retrieve(providerRef: string): Promise<ChargeOutcome>;
+  findCharge(attempt: AttemptRef): Promise<Found<ChargeOutcome>>;
+  refund(req: ReversalRequest): Promise<ReversalOutcome>;
+  void(req: Omit<ReversalRequest, 'amount'>): Promise<ReversalOutcome>;
+  findReversal(req: ReversalRequest & { type: 'refund' | 'void'; since: Date }): Promise<Found<ReversalOutcome>>;
+}
+
+export function bindProvider<Account>(p: PaymentProvider<Account>, account: Account): BoundProvider {
+  return {
+    kind: p.kind,
+    capabilities: p.capabilities,
+    charge: (req) => p.charge(account, req),
+    retrieve: (ref) => p.retrieve(account, ref),
+    findCharge: (attempt) => p.findCharge(account, attempt),
+    refund: (req) => p.refund(account, req),
+    void: (req) => p.void(account, req),
+    findReversal: (req) => p.findReversal(account, req),
+  };
+}
 
 export function providerFor(providers: CardProviders, kind: string): CardProvider {
   const p = providers[kind];

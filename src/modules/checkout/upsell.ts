@@ -9,7 +9,6 @@ import type { UpsellBody } from '../orders/schemas.ts';
 import { type OrderStatus, UPSELLABLE } from '../orders/states.ts';
 import { draftLine, type LineDraft } from '../orders/pricing.ts';
 import { UseCase } from './use-case.ts';
-import { EXTPAY_MAY_HAVE_ACTED } from '../payments/extpay-lookup.ts';
 
 /**
  * Process Upsell: one click on the saved payment method, in atomic phases for cards; the
@@ -204,32 +203,33 @@ export class UpsellUseCase extends UseCase {
       await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
       return t;
     });
-    const r = await this.payments.sendExternalUpsell(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
-    if (r.kind === 'error' && EXTPAY_MAY_HAVE_ACTED.has(r.code)) {
+    const r = await this.payments.chargeSavedExternally(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
+    if (r.kind === 'unknown') {
       // The provider may have taken the charge: the attempt stays in flight (a repeat is 409), and the
       // provider's webhook or the recovery run (lookup by our attempt id) settles it.
-      throw new ApiError('payment_outcome_unknown', `The external checkout provider did not answer (${r.message}); whether the upsell was charged is confirmed with it within minutes. Do not charge it again.`);
+      throw new ApiError('payment_outcome_unknown', `The external checkout provider did not answer (${r.text}); whether the upsell was charged is confirmed with it within minutes. Do not charge it again.`);
     }
-    if (r.kind === 'error') {
+    if (r.kind === 'declined' && r.providerRef === null) {
+      // Refused before any payment was made (the request itself): nothing to decline, the upsell can be tried again.
       await this.store.transaction(async (trx) => {
-        await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.providerCode ?? r.code, message: r.message });
+        await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.code, message: r.text });
         await this.orders.rows.deleteOrderUpsell(trx, teamId, claimId);
       });
-      throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${r.message}`);
+      throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${r.text}`);
     }
     const answered = await this.store.transaction(async (trx) => {
       const current = (await this.orders.rows.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
       if (r.kind === 'declined') {
-        const t = await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: r.paymentId, code: r.code, message: r.message });
-        return this.applyUpsellOutcome(trx, teamId, current, line, t ?? txn, { approved: false, reason: r.message }, claimId);
+        const t = await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: r.providerRef, code: r.code, message: r.text });
+        return this.applyUpsellOutcome(trx, teamId, current, line, t ?? txn, { approved: false, reason: r.text }, claimId);
       }
       // Accepted (pending, or even paid at once): the provider's payment.succeeded adds the line (spec 4.3).
-      if (!(await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.paymentId }))) {
+      if (!(await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.providerRef! }))) {
         // Its webhook settled the charge before this answer was recorded: that answer stands.
         const stored = (await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, txn.id))!;
         return { httpStatus: stored.response_status ?? 202, body: stored.response_body ?? '{}' };
       }
-      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: txn.id, amount, payment_id: r.paymentId } }]);
+      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: txn.id, amount, payment_id: r.providerRef } }]);
       const view = await this.orders.view(trx, teamId, current);
       const text = JSON.stringify({
         success: true,

@@ -2,7 +2,7 @@ import { iso } from '../../app/schemas.ts';
 import type { Row } from '../../db/schema.ts';
 
 /** The response code of an extpay refund the provider accepted but has not settled. */
-export const EXTPAY_REFUND_REQUESTED = 'refund_requested';
+export { EXTPAY_REFUND_REQUESTED } from '../../providers/extpay/provider.ts';
 
 export function transactionView(t: Row<'transactions'>) {
   return {

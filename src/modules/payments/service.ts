@@ -2,7 +2,7 @@ import { ApiError, invalid } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
-import { type CardProviders, type CardProvider, type ChargeOutcome, type ChargeRequest, type Found, type Payer, providerFor, type ReversalOutcome } from '../../providers/provider.ts';
+import { type BoundProvider, bindProvider, type PaymentProvider, type CardProviders, type CardProvider, type ChargeOutcome, type ChargeRequest, type Found, type Payer, providerFor, type ReversalOutcome } from '../../providers/provider.ts';
 import type {
   ExtpayConnection,
   ExtpayDispute,
@@ -20,7 +20,6 @@ import type { PaymentInput } from '../orders/schemas.ts';
 import type { CardInput, CardSummary } from '../../providers/card.ts';
 import { attemptRow } from './attempts.ts';
 import { FIRST_PAYMENT, FirstPaymentLedger } from './first-payment.ts';
-import { EXTPAY_MAY_HAVE_ACTED, findExtpayAttempt } from './extpay-lookup.ts';
 import type { LedgerService } from '../ledger/service.ts';
 
 import { type RouteRequest, routeTarget } from './attempts.ts';
@@ -45,12 +44,16 @@ export type UpsellStep =
 
 export type { ExternalPaid, FirstPaymentOutcome } from '../ledger/views.ts';
 
+/** A charge no provider saw: a listed test card (or a sale recorded without a provider reference). */
+function isTestCharge(sale: Row<'transactions'>): boolean {
+  return !sale.connection_id && (sale.response_code === 'test_card' || !sale.gateway_id || !sale.provider_ref);
+}
+
 export function cardOf(payment: PaymentInput): CardInput | null {
   if (payment.method !== 'card' || !payment.card_number || !payment.card_exp || !payment.card_cvv) return null;
   return { number: payment.card_number, exp: payment.card_exp, cvv: payment.card_cvv };
 }
 
-import { EXTPAY_REFUND_REQUESTED } from '../ledger/views.ts';
 
 /**
  * Payments: routing, the card providers and the external checkout provider. Every provider call that
@@ -63,7 +66,10 @@ export class PaymentsService {
     private readonly gateways: GatewaysService,
     private readonly ledger: LedgerService,
     private readonly providers: CardProviders,
+    /** The external checkout provider, for the calls every provider answers (charges, refunds, voids, lookups). */
+    private readonly external: PaymentProvider<ExtpayConnection>,
     private readonly connections: ConnectionsService,
+    /** Its own API, for what only it does: checkouts, receipts, memberships, disputes. */
     private readonly extpay: ExtpayProviderAdapter,
   ) {
     this.first = new FirstPaymentLedger(gateways, ledger);
@@ -168,64 +174,48 @@ export class PaymentsService {
   }
 
   /**
+   * The provider behind a sale, with its account: the gateway's kind (card gateways), or the
+   * external checkout connection. Undefined when the gateway or connection is gone.
+   */
+  async providerOf(teamId: string, sale: Pick<Row<'transactions'>, 'gateway_id' | 'connection_id'>): Promise<BoundProvider | undefined> {
+    if (sale.connection_id) {
+      const conn = await this.store.run((db) => this.connections.findLive(db, teamId, sale.connection_id!));
+      return conn ? bindProvider(this.external, this.connections.connection(conn)) : undefined;
+    }
+    const gateway = sale.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, teamId, sale.gateway_id!)) : undefined;
+    return gateway ? bindProvider(this.provider(gateway), this.gateways.account(gateway)) : undefined;
+  }
+
+  /**
    * The recovery run's question: what did the provider do with this attempt? Asked by our attempt
-   * id (the gateway's order id / reference); `not_found` when it never saw it.
+   * id (the gateway's order id / reference, the external provider's metadata); `not_found` when it
+   * never saw it.
    */
   async findAttemptOutcome(t: Row<'transactions'>, parent?: Row<'transactions'>): Promise<Found<ChargeOutcome | ReversalOutcome>> {
-    if (parent && !parent.connection_id && (parent.response_code === 'test_card' || !parent.gateway_id || !parent.provider_ref)) {
+    if (parent && isTestCharge(parent)) {
       // A test-card charge never reached a provider, and neither did its refund: phase 2 approves it at once.
       return { kind: 'approved', providerRef: `test_${t.id}`, code: 'test_card', text: 'Approved: test card' };
     }
-    // A refund or void row names its sale's gateway; its provider connection is the sale's.
-    const connectionId = t.connection_id ?? parent?.connection_id ?? null;
-    if (connectionId) {
-      const conn = await this.store.run((db) => this.connections.findLive(db, t.team_id, connectionId));
-      if (!conn) return { kind: 'unknown', providerRef: null, code: 'provider_unavailable', text: 'The provider connection of this attempt is not available.' };
-      const method = t.payment_method_id ? await this.store.run((db) => this.ledger.rows.findPaymentMethod(db, t.team_id, t.payment_method_id!)) : undefined;
-      return findExtpayAttempt(this.extpay, this.connections.connection(conn), t, { parent, memberRef: method?.member_ref ?? null });
-    }
-    const gateway = t.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, t.team_id, t.gateway_id!)) : undefined;
-    if (!gateway) return { kind: 'not_found' };
-    const account = this.gateways.account(gateway);
-    const provider = this.provider(gateway);
+    // A refund or void is asked of its sale's provider.
+    const provider = await this.providerOf(t.team_id, t.type === 'sale' ? t : (parent ?? t));
+    if (!provider) return t.connection_id || parent?.connection_id ? { kind: 'unknown', providerRef: null, code: 'provider_unavailable', text: 'The provider of this attempt is not available.' } : { kind: 'not_found' };
     if (t.type === 'refund' || t.type === 'void') {
-      return provider.findReversal(account, { attemptId: t.id, chargeRef: parent?.provider_ref ?? '', amount: t.amount, currency: t.currency, type: t.type });
+      return provider.findReversal({ attemptId: t.id, chargeRef: parent?.provider_ref ?? '', amount: t.amount, currency: t.currency, type: t.type, since: t.created_at });
     }
-    return provider.findCharge(account, t.id);
+    // An external checkout whose answer was lost never reached the customer: nobody can have paid it.
+    if (provider.capabilities.externalCheckout && t.step === FIRST_PAYMENT) return { kind: 'not_found' };
+    const method = t.payment_method_id ? await this.store.run((db) => this.ledger.rows.findPaymentMethod(db, t.team_id, t.payment_method_id!)) : undefined;
+    return provider.findCharge({ id: t.id, createdAt: t.created_at, memberRef: method?.member_ref ?? null });
   }
 
   /** Phase 2 of a refund or void: sent to the charge's provider (test-card charges never reached one). Outside any transaction. */
   async sendReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<ReversalOutcome> {
-    if (sale.connection_id) return this.sendExternalReversal(teamId, sale, reversal);
-    if (sale.response_code === 'test_card' || !sale.gateway_id || !sale.provider_ref) {
-      return { kind: 'approved', providerRef: `test_${reversal.id}`, code: 'test_card', text: 'Approved: test card' };
-    }
-    const gateway = await this.store.run((db) => this.gateways.findGateway(db, teamId, sale.gateway_id!));
-    if (!gateway) return { kind: 'declined', providerRef: null, code: 'gateway_unavailable', text: 'The gateway of this charge no longer exists.' };
-    const account = this.gateways.account(gateway);
-    const req = { attemptId: reversal.id, chargeRef: sale.provider_ref, amount: reversal.amount, currency: reversal.currency };
-    return reversal.type === 'void' ? this.provider(gateway).void(account, req) : this.provider(gateway).refund(account, req);
-  }
-
-  /** extpay: refunds and voids go to the provider, which is merchant of record (spec 4.5). */
-  private async sendExternalReversal(teamId: string, sale: Row<'transactions'>, reversal: Row<'transactions'>): Promise<ReversalOutcome> {
-    const conn = await this.store.run((db) => this.connections.findLive(db, teamId, sale.connection_id!));
-    if (!conn || !sale.provider_ref) {
-      return { kind: 'declined', providerRef: null, code: 'provider_unavailable', text: 'The provider connection of this charge no longer exists.' };
-    }
-    const connection = this.connections.connection(conn);
-    if (reversal.type === 'void') {
-      const r = await this.extpay.voidPayment(connection, { paymentId: sale.provider_ref, idempotencyKey: reversal.id });
-      if (r.kind === 'voided') return { kind: 'approved', providerRef: r.paymentId, code: 'voided', text: 'Voided at the provider' };
-      return { kind: EXTPAY_MAY_HAVE_ACTED.has(r.code) ? 'unknown' : 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
-    }
+    if (isTestCharge(sale)) return { kind: 'approved', providerRef: `test_${reversal.id}`, code: 'test_card', text: 'Approved: test card' };
+    const provider = await this.providerOf(teamId, sale);
+    if (!provider || !sale.provider_ref) return { kind: 'declined', providerRef: null, code: 'provider_unavailable', text: 'The gateway or provider connection of this charge no longer exists.' };
     const full = reversal.amount === sale.amount && (await this.store.run((db) => this.ledger.rows.reversedAmount(db, teamId, sale.id))).refunded === reversal.amount;
-    const r = await this.extpay.refundPayment(connection, { paymentId: sale.provider_ref, ...(full ? {} : { amount: reversal.amount }), idempotencyKey: reversal.id });
-    if (r.kind === 'refund_requested') {
-      // No refund id yet: refund.created names it, and settles this row (repo.findRefundToSettle).
-      return { kind: 'approved', providerRef: null, code: EXTPAY_REFUND_REQUESTED, text: 'Refund requested at the provider; the amount is provisional until it settles' };
-    }
-    return { kind: EXTPAY_MAY_HAVE_ACTED.has(r.code) ? 'unknown' : 'declined', providerRef: null, code: r.providerCode ?? r.code, text: r.message };
+    const req = { attemptId: reversal.id, chargeRef: sale.provider_ref, amount: reversal.amount, currency: reversal.currency, full };
+    return reversal.type === 'void' ? provider.void(req) : provider.refund(req);
   }
 
   /**
@@ -399,15 +389,17 @@ export class PaymentsService {
     return { connection: conn, paymentMethodRef: first.id };
   }
 
-  /** Sends an extpay upsell charge (outside any transaction); the transaction id is the idempotency key. */
-  async sendExternalUpsell(conn: Row<'extpay_connections'>, txn: Row<'transactions'>, memberRef: string, paymentMethodRef: string, title: string) {
-    return this.extpay.chargeSavedPaymentMethod(this.connections.connection(conn), {
-      memberId: memberRef,
-      paymentMethodId: paymentMethodRef,
-      currency: txn.currency,
+  /** Phase 2 of an upsell on a payment method the external provider saved: through its provider, our attempt id as the idempotency key. */
+  async chargeSavedExternally(conn: Row<'extpay_connections'>, txn: Row<'transactions'>, memberRef: string, paymentMethodRef: string, title: string): Promise<ChargeOutcome> {
+    return bindProvider(this.external, this.connections.connection(conn)).charge({
+      attemptId: txn.id,
+      orderId: txn.order_id,
       amount: txn.amount,
-      title,
-      idempotencyKey: txn.id,
+      currency: txn.currency,
+      saved: { vaultRef: paymentMethodRef, originalRef: null, memberRef },
+      saveCard: false,
+      payer: { email: null, first_name: null, last_name: null },
+      description: title,
     });
   }
 }

@@ -48,7 +48,8 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
     async retrieve() {
       return { kind: 'unknown', providerRef: null, code: 'not_capturable', text: 'An NMI sale is settled when it is answered; there is nothing to re-check.' };
     },
-    async findCharge(account, attemptId) {
+    async findCharge(account, attempt) {
+      const attemptId = attempt.id;
       const t = await find(account, attemptId, 'sale');
       if (!('status' in t)) return t;
       if (t.status === 'approved') return { kind: 'approved', providerRef: t.transactionId, authCode: t.authCode, code: t.responseCode, text: t.responseText || 'Approved', vaultRef: t.vaultRef };

@@ -58,7 +58,8 @@ export function threeDsProvider(adapter: ThreeDsGatewayAdapter): CardProvider {
     async retrieve(account, providerRef) {
       return threeDsChargeOutcome(await adapter.retrievePayment(acc(account), providerRef));
     },
-    async findCharge(account, attemptId) {
+    async findCharge(account, attempt) {
+      const attemptId = attempt.id;
       const r = await adapter.findPaymentByReference(acc(account), attemptId);
       if (r.kind === 'not_found') return r;
       return threeDsChargeOutcome(r);
