@@ -65,6 +65,17 @@ function expectNoCardData(r: unknown) {
   for (const pan of Object.values(SANDBOX_CARDS)) expect(text).not.toContain(pan);
 }
 
+
+/** A raw Direct Post request to the sandbox, answered as the fields of its query-string body. */
+async function transact(securityKey: string, fields: Record<string, string>): Promise<Record<string, string>> {
+  const res = await fetch(`${sandbox.url}/api/transact.php`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ security_key: securityKey, ...fields }).toString(),
+  });
+  return Object.fromEntries(new URLSearchParams(await res.text()));
+}
+
 describe('NMI adapter against the sandbox', () => {
   it('answers the health check', async () => {
     const res = await fetch(`${sandbox.url}/sandbox/health`);
@@ -331,18 +342,7 @@ describe('NMI adapter against the sandbox', () => {
 
   it('supports auth then capture, and refunds only what was captured', async () => {
     const gw = gateway();
-    const post = async (fields: Record<string, string>) =>
-      Object.fromEntries(
-        new URLSearchParams(
-          await (
-            await fetch(`${sandbox.url}/api/transact.php`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/x-www-form-urlencoded' },
-              body: new URLSearchParams({ security_key: gw.credentials.security_key!, ...fields }).toString(),
-            })
-          ).text(),
-        ),
-      );
+    const post = (fields: Record<string, string>) => transact(gw.credentials.security_key!, fields);
     const auth = await post({ type: 'auth', ccnumber: SANDBOX_CARDS.approve, ccexp: '1230', amount: '20.00' });
     expect(auth.response).toBe('1');
     expect(await post({ type: 'refund', transactionid: auth.transactionid! })).toMatchObject({ response: '3' });
@@ -464,18 +464,7 @@ describe('NMI Query API against the sandbox (crash recovery)', () => {
 
   it('shows an auth as pending until captured, with the capture as an action', async () => {
     const gw = gateway();
-    const post = async (fields: Record<string, string>) =>
-      Object.fromEntries(
-        new URLSearchParams(
-          await (
-            await fetch(`${sandbox.url}/api/transact.php`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/x-www-form-urlencoded' },
-              body: new URLSearchParams({ security_key: gw.credentials.security_key!, ...fields }).toString(),
-            })
-          ).text(),
-        ),
-      );
+    const post = (fields: Record<string, string>) => transact(gw.credentials.security_key!, fields);
     const auth = await post({ type: 'auth', ccnumber: SANDBOX_CARDS.approve, ccexp: '1230', amount: '20.00', orderid: 'att_auth' });
     expect(found(await nmiAdapter.query(gw, { orderId: 'att_auth' }))).toMatchObject([{ type: 'auth', status: 'approved', condition: 'pending' }]);
     await post({ type: 'capture', transactionid: auth.transactionid!, amount: '15.00' });
