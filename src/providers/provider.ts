@@ -61,6 +61,38 @@ export type ReversalOutcome =
   | { kind: 'declined'; providerRef: string | null; code: string; text: string }
   | { kind: 'unknown'; providerRef: string | null; code: string; text: string };
 
+/** The customer a payment taken on the provider's own checkout was made by (the external checkout provider). */
+export interface ExternalPayer {
+  memberRef: string | null;
+  membershipRef: string | null;
+  cardBrand: string | null;
+  cardLast4: string | null;
+}
+
+/** A first payment left pending (a 3-D Secure redirect, a held payment, an external checkout), as Capture and the watchdog ask about it. */
+export interface PendingPayment {
+  orderId: string;
+  /** The provider's payment id, once known. */
+  providerRef: string | null;
+  /** The external checkout's plan (its payment is found through it until its id is known). */
+  planRef: string | null;
+  /** The receipt the customer's browser brought back (Capture's payment_id). */
+  receipt?: string | undefined;
+}
+
+/** Where a pending first payment stands at its provider. */
+export type Confirmation =
+  | { kind: 'approved'; providerRef: string; vaultRef: string | null; payer: ExternalPayer | null }
+  | { kind: 'pending'; providerRef: string | null }
+  | { kind: 'declined'; providerRef: string | null; code: string; text: string }
+  /** The customer has not finished authenticating (3-D Secure). */
+  | { kind: 'redirect' }
+  /** No such receipt, or nothing paid in the checkout yet. */
+  | { kind: 'not_found' }
+  /** The receipt is another order's. */
+  | { kind: 'foreign' }
+  | { kind: 'unknown'; text: string };
+
 /** What the provider knows of one of our attempts, asked by its id after the answer was lost. */
 export type Found<T> = T | { kind: 'not_found' };
 
@@ -88,6 +120,8 @@ export interface PaymentProvider<Account> {
   charge(account: Account, req: ChargeRequest): Promise<ChargeOutcome>;
   /** Where a redirected or held charge stands now (Capture, webhooks, the watchdog). */
   retrieve(account: Account, providerRef: string): Promise<ChargeOutcome>;
+  /** Where a pending first payment stands: Capture (with the customer's receipt) and the watchdog. */
+  confirm(account: Account, payment: PendingPayment): Promise<Confirmation>;
   /** The charge our attempt made, found by our attempt id; `not_found` when the provider never saw it. */
   findCharge(account: Account, attempt: AttemptRef): Promise<Found<ChargeOutcome>>;
   refund(account: Account, req: ReversalRequest): Promise<ReversalOutcome>;
@@ -108,6 +142,7 @@ export interface BoundProvider {
   readonly capabilities: ProviderCapabilities;
   charge(req: ChargeRequest): Promise<ChargeOutcome>;
   retrieve(providerRef: string): Promise<ChargeOutcome>;
+  confirm(payment: PendingPayment): Promise<Confirmation>;
   findCharge(attempt: AttemptRef): Promise<Found<ChargeOutcome>>;
   refund(req: ReversalRequest): Promise<ReversalOutcome>;
   void(req: Omit<ReversalRequest, 'amount'>): Promise<ReversalOutcome>;
@@ -120,6 +155,7 @@ export function bindProvider<Account>(p: PaymentProvider<Account>, account: Acco
     capabilities: p.capabilities,
     charge: (req) => p.charge(account, req),
     retrieve: (ref) => p.retrieve(account, ref),
+    confirm: (payment) => p.confirm(account, payment),
     findCharge: (attempt) => p.findCharge(account, attempt),
     refund: (req) => p.refund(account, req),
     void: (req) => p.void(account, req),

@@ -1,14 +1,13 @@
 import { ApiError, notFound } from '../../app/errors.ts';
-import type { Row } from '../../db/schema.ts';
 import { type CaptureResult } from '../orders/views.ts';
-import { paidExternally } from './finalize.ts';
+import type { Confirmation } from '../../providers/provider.ts';
 import { UseCase } from './use-case.ts';
 
 /** Capture (spec 4.2): re-checks a redirected or external first payment with its provider and finalizes it. */
 export class CaptureUseCase extends UseCase {
   /**
-   * Capture (3-D Secure gateway): re-checks the pending first payment with the gateway and
-   * finalizes it the same way the gateway's PAYMENT_SUCCEEDED webhook does. Safe to call again.
+   * Capture: re-checks the pending first payment with its provider (the customer's receipt, for the
+   * external checkout) and finalizes it the same way the provider's success webhook does. Safe to call again.
    */
   async capture(teamId: string, body: { order_number: string; payment_id?: string | undefined }): Promise<CaptureResult> {
     const { order, txn } = await this.store.run(async (db) => {
@@ -32,58 +31,65 @@ export class CaptureUseCase extends UseCase {
       }
       throw new ApiError('no_capturable_transaction');
     }
-    if (txn.connection_id) return this.captureExternal(teamId, order, txn, body.payment_id);
-    if (body.payment_id && body.payment_id !== txn.provider_ref) {
-      throw new ApiError('capture_failed', 'Payment capture failed: the payment does not belong to this order.');
-    }
-    const r = await this.payments.retrieve(teamId, txn);
-    switch (r.kind) {
+    const provider = await this.payments.providerOf(teamId, txn);
+    const words = CAPTURE_WORDS[provider?.capabilities.externalCheckout || txn.connection_id ? 'external' : 'card'];
+    const c: Confirmation = provider
+      ? await provider.confirm({ orderId: order.id, providerRef: txn.provider_ref, planRef: txn.plan_ref, receipt: body.payment_id })
+      : txn.connection_id
+        ? { kind: 'not_found' }
+        : { kind: 'unknown', text: 'the gateway of this payment no longer exists' };
+    const view = () => this.store.run((db) => this.orders.view(db, teamId, order));
+    const failed = async (message: string, data?: CaptureResult['data']): Promise<CaptureResult> => ({
+      outcome: words.failure,
+      success: false,
+      message,
+      data: data ?? (await view()),
+      error: { type: 'card_error', code: words.failure === 'capture_failed' ? 'capture_failed' : 'payment_not_completed' },
+    });
+    switch (c.kind) {
       case 'approved': {
-        const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: r.vaultRef });
+        const external = c.payer ? { paymentRef: c.providerRef, ...c.payer } : undefined;
+        const membership = c.payer?.membershipRef ? await this.payments.membershipOf(teamId, txn.connection_id!, c.payer.membershipRef) : undefined;
+        const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: true, paymentMethod: c.vaultRef, ...(external ? { external } : {}) }, undefined, membership);
         return { outcome: 'captured', success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
       }
       case 'declined': {
-        const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: r.code, message: r.text });
+        const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: c.code, message: c.text, ...(c.providerRef ? { paymentRef: c.providerRef } : {}) });
         if (done.view.payment_status === 'completed') return { outcome: 'captured', success: true, message: 'Payment already captured.', data: done.view };
-        return { outcome: 'not_completed', success: false, message: 'The payment was not completed.', data: done.view, error: { type: 'card_error', code: 'payment_not_completed' } };
+        return failed(words.declined(c.text), done.view);
       }
       case 'pending': {
-        const view = await this.uc.finalize.markUnderReview(teamId, order.id, txn.id);
-        return { outcome: 'under_review', success: true, message: 'The payment is under review; the order completes when the gateway confirms it.', data: view };
+        const data = await this.uc.finalize.markUnderReview(teamId, order.id, txn.id, undefined, c.providerRef ?? undefined);
+        return { outcome: 'under_review', success: true, message: words.underReview, data };
       }
-      case 'redirect': {
-        const view = await this.store.run((db) => this.orders.view(db, teamId, order));
-        return { outcome: 'not_completed', success: false, message: 'The payment was not completed: the customer has not finished 3-D Secure.', data: view, error: { type: 'card_error', code: 'payment_not_completed' } };
-      }
+      case 'redirect':
+        return failed('The payment was not completed: the customer has not finished 3-D Secure.');
+      case 'not_found':
+        return failed(`Payment capture failed: ${body.payment_id ? 'no such receipt.' : 'no payment has been made in the checkout yet.'}`);
+      case 'foreign':
+        if (words.failure === 'not_completed') throw new ApiError('capture_failed', 'Payment capture failed: the payment does not belong to this order.');
+        return failed('Payment capture failed: the receipt does not belong to this order.');
       case 'unknown':
-        throw new ApiError('gateway_unavailable', `The gateway could not be asked about the payment: ${r.text}`);
+        throw new ApiError('gateway_unavailable', words.unreachable(c.text));
     }
-  }
-
-  /** Capture for extpay (spec 4.2, provider table): confirms that exact receipt with the provider. */
-  async captureExternal(teamId: string, order: Row<'orders'>, txn: Row<'transactions'>, receiptId: string | undefined): Promise<CaptureResult> {
-    const { result, belongs } = await this.payments.retrieveExternal(teamId, txn, receiptId);
-    if (result?.kind === 'error' && result.code !== 'not_found') throw new ApiError('gateway_unavailable', `The external checkout provider could not be asked: ${result.message}`);
-    const failed = async (why: string): Promise<CaptureResult> => ({
-      outcome: 'capture_failed',
-      success: false,
-      message: `Payment capture failed: ${why}`,
-      data: await this.store.run((db) => this.orders.view(db, teamId, order)),
-      error: { type: 'card_error', code: 'capture_failed' },
-    });
-    if (!result || result.kind === 'error') return failed(receiptId ? 'no such receipt.' : 'no payment has been made in the checkout yet.');
-    if (!belongs) return failed('the receipt does not belong to this order.');
-    if (result.kind === 'approved') {
-      const membership = await this.payments.membershipOf(teamId, txn.connection_id!, result.payment.membershipId);
-      const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, paidExternally(result.payment), undefined, membership);
-      return { outcome: 'captured', success: true, message: done.already ? 'Payment already captured.' : 'Payment captured.', data: done.view };
-    }
-    if (result.kind === 'pending') {
-      const view = await this.uc.finalize.markUnderReview(teamId, order.id, txn.id, undefined, result.paymentId);
-      return { outcome: 'under_review', success: true, message: 'The provider has the payment but has not settled it yet; the order completes when it confirms.', data: view };
-    }
-    const done = await this.uc.finalize.finalizeFirstPayment(teamId, order.id, txn.id, { approved: false, code: result.code, message: result.message, paymentRef: result.paymentId });
-    if (done.view.payment_status === 'completed') return { outcome: 'captured', success: true, message: 'Payment already captured.', data: done.view };
-    return failed(result.message);
   }
 }
+
+/**
+ * Spec 4.2 gives Capture its answers per provider: a card gateway's failed authentication is "not
+ * completed", the external provider's failed payment a "capture failed" with its reason.
+ */
+const CAPTURE_WORDS = {
+  card: {
+    failure: 'not_completed',
+    declined: () => 'The payment was not completed.',
+    underReview: 'The payment is under review; the order completes when the gateway confirms it.',
+    unreachable: (why: string) => `The gateway could not be asked about the payment: ${why}`,
+  },
+  external: {
+    failure: 'capture_failed',
+    declined: (why: string) => `Payment capture failed: ${why}`,
+    underReview: 'The provider has the payment but has not settled it yet; the order completes when it confirms.',
+    unreachable: (why: string) => `The external checkout provider could not be asked: ${why}`,
+  },
+} as const satisfies Record<string, { failure: CaptureResult['outcome']; declined(why: string): string; underReview: string; unreachable(why: string): string }>;

@@ -2,20 +2,12 @@ import { ApiError, notFound } from '../../app/errors.ts';
 import type { Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { type ExternalBilling, subscriptionView } from '../subscriptions/service.ts';
-import type { ExtpayMembership, ExtpayPayment } from '../../providers/extpay/types.ts';
+import type { ExtpayMembership } from '../../providers/extpay/types.ts';
 import { membershipState } from '../../providers/extpay/status.ts';
 import { type FirstPaymentOutcome } from '../payments/service.ts';
 import { type OrderView } from '../orders/views.ts';
 import { UseCase } from './use-case.ts';
 
-/** An extpay payment the provider reports paid, as the first-payment settlement takes it. */
-export function paidExternally(p: ExtpayPayment): FirstPaymentOutcome {
-  return {
-    approved: true,
-    paymentMethod: null,
-    external: { paymentRef: p.id, memberRef: p.memberId, membershipRef: p.membershipId, cardBrand: p.cardBrand, cardLast4: p.cardLast4 },
-  };
-}
 
 /**
  * The one finalize path: Capture, the providers' webhooks, the watchdog and the recovery run all

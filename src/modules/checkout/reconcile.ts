@@ -1,6 +1,5 @@
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome } from '../../providers/provider.ts';
-import { paidExternally } from './finalize.ts';
 import { UseCase } from './use-case.ts';
 import type { Logger } from 'pino';
 import { ATTEMPT_GRACE_MS, recoverUnknownAttempts, type RecoveryTally } from './recover.ts';
@@ -27,61 +26,52 @@ export class ReconcileUseCase extends UseCase {
   }
 
   /**
-   * The stuck-payment watchdog: a redirected payment whose customer never came back, and whose
-   * webhook never arrived, is re-checked with its gateway and settled through the same finalize
-   * as Capture. Payments still waiting for the customer are left alone.
+   * The stuck-payment watchdog: a first payment left pending (a redirect whose customer never came
+   * back, a held payment, an external checkout) whose webhook never arrived is asked of its provider
+   * and settled through the same finalize as Capture; an external upsell the provider accepted is
+   * settled as its webhook would. Payments still waiting for the customer are left alone.
    */
   async reconcilePendingPayments(olderThanMs: number, limit = 50): Promise<{ checked: number; completed: number; declined: number; under_review: number }> {
     const stale = await this.ledger.listStalePending(new Date(Date.now() - olderThanMs), limit);
     const tally = { checked: 0, completed: 0, declined: 0, under_review: 0 };
     for (const txn of stale) {
-      if (txn.connection_id) {
-        tally.checked++;
-        const r = await this.reconcileExternal(txn);
-        if (r) tally[r]++;
-        continue;
-      }
-      const r = await this.payments.retrieve(txn.team_id, txn);
       tally.checked++;
-      if (r.kind === 'approved') {
-        const done = await this.uc.finalize.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: true, paymentMethod: r.vaultRef });
-        if (!done.already) tally.completed++;
-      } else if (r.kind === 'declined') {
-        const done = await this.uc.finalize.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: false, code: r.code, message: r.text });
-        if (!done.already) tally.declined++;
-      } else if (r.kind === 'pending') {
-        await this.uc.finalize.markUnderReview(txn.team_id, txn.order_id, txn.id);
-        tally.under_review++;
-      }
+      const r = txn.upsell_id ? await this.settleUpsell(txn) : await this.settleFirstPayment(txn);
+      if (r) tally[r]++;
     }
     return tally;
   }
 
-  /**
-   * The watchdog for extpay: a checkout paid (or an upsell confirmed) at the provider whose
-   * webhook never came is settled the way payment.succeeded would; a checkout nobody paid is left alone.
-   */
-  async reconcileExternal(txn: Row<'transactions'>): Promise<'completed' | 'declined' | 'under_review' | null> {
-    const teamId = txn.team_id;
-    const { result, belongs } = await this.payments.retrieveExternal(teamId, txn, txn.provider_ref ?? undefined);
-    if (!result || result.kind === 'error' || (!belongs && !txn.upsell_id)) return null;
-    if (txn.upsell_id) {
-      if (result.kind === 'pending') return null;
-      const outcome =
-        result.kind === 'approved' ? { approved: true as const, paymentRef: result.paymentId } : { approved: false as const, paymentRef: result.paymentId, code: result.code, message: result.message };
-      const done = await this.uc.upsell.settleExternalUpsell(teamId, txn, outcome, async () => true);
-      return done ? (outcome.approved ? 'completed' : 'declined') : null;
-    }
-    if (result.kind === 'approved') {
-      const membership = await this.payments.membershipOf(teamId, txn.connection_id!, result.payment.membershipId);
-      const done = await this.uc.finalize.finalizeFirstPayment(teamId, txn.order_id, txn.id, paidExternally(result.payment), undefined, membership);
+  private async settleFirstPayment(txn: Row<'transactions'>): Promise<'completed' | 'declined' | 'under_review' | null> {
+    const provider = await this.payments.providerOf(txn.team_id, txn);
+    if (!provider) return null;
+    const c = await provider.confirm({ orderId: txn.order_id, providerRef: txn.provider_ref, planRef: txn.plan_ref, receipt: txn.provider_ref ?? undefined });
+    if (c.kind === 'approved') {
+      const external = c.payer ? { paymentRef: c.providerRef, ...c.payer } : undefined;
+      const membership = c.payer?.membershipRef ? await this.payments.membershipOf(txn.team_id, txn.connection_id!, c.payer.membershipRef) : undefined;
+      const done = await this.uc.finalize.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: true, paymentMethod: c.vaultRef, ...(external ? { external } : {}) }, undefined, membership);
       return done.already ? null : 'completed';
     }
-    if (result.kind === 'declined') {
-      const done = await this.uc.finalize.finalizeFirstPayment(teamId, txn.order_id, txn.id, { approved: false, code: result.code, message: result.message, paymentRef: result.paymentId });
+    if (c.kind === 'declined') {
+      const done = await this.uc.finalize.finalizeFirstPayment(txn.team_id, txn.order_id, txn.id, { approved: false, code: c.code, message: c.text, ...(c.providerRef ? { paymentRef: c.providerRef } : {}) });
       return done.already ? null : 'declined';
     }
-    await this.uc.finalize.markUnderReview(teamId, txn.order_id, txn.id, undefined, result.paymentId);
-    return 'under_review';
+    if (c.kind === 'pending') {
+      await this.uc.finalize.markUnderReview(txn.team_id, txn.order_id, txn.id, undefined, c.providerRef ?? undefined);
+      return 'under_review';
+    }
+    return null;
+  }
+
+  /** An upsell charge the provider accepted and has not confirmed (the external provider's): settled as its webhook would. */
+  private async settleUpsell(txn: Row<'transactions'>): Promise<'completed' | 'declined' | null> {
+    const provider = await this.payments.providerOf(txn.team_id, txn);
+    if (!provider || !txn.provider_ref) return null;
+    const r = await provider.retrieve(txn.provider_ref);
+    if (r.kind !== 'approved' && r.kind !== 'declined') return null;
+    const outcome =
+      r.kind === 'approved' ? { approved: true as const, paymentRef: r.providerRef } : { approved: false as const, paymentRef: r.providerRef ?? txn.provider_ref, code: r.code, message: r.text };
+    const done = await this.uc.upsell.settleExternalUpsell(txn.team_id, txn, outcome, async () => true);
+    return done ? (outcome.approved ? 'completed' : 'declined') : null;
   }
 }

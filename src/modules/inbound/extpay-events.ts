@@ -7,7 +7,7 @@ import type { ExtpayWebhookEvent } from '../../providers/extpay/webhook.ts';
 import type { PaymentsService } from '../payments/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import type { InboundService } from './service.ts';
-import { paidExternally } from '../checkout/finalize.ts';
+import type { FirstPaymentOutcome } from '../ledger/views.ts';
 import type { UseCases } from '../checkout/use-case.ts';
 
 export type InboundResult = 'processed' | 'duplicate' | 'ignored';
@@ -27,6 +27,15 @@ function summary(event: ExtpayWebhookEvent): Record<string, unknown> {
               ? { setup_intent_id: event.setupIntent.id, status: event.setupIntent.status }
               : {};
   return { id: event.id, type: event.rawType, timestamp: event.timestamp, company_id: event.companyId, ...subject };
+}
+
+/** An extpay payment the provider reports paid, as the first-payment settlement takes it. */
+export function paidExternally(p: ExtpayPayment): FirstPaymentOutcome {
+  return {
+    approved: true,
+    paymentMethod: null,
+    external: { paymentRef: p.id, memberRef: p.memberId, membershipRef: p.membershipId, cardBrand: p.cardBrand, cardLast4: p.cardLast4 },
+  };
 }
 
 /**

@@ -9,7 +9,6 @@ import type {
   ExtpayEmbedCheckout,
   ExtpayError,
   ExtpayMembership,
-  ExtpayPaymentResult,
   ExtpayProviderAdapter,
   ExtpayRefund,
 } from '../../providers/extpay/types.ts';
@@ -271,29 +270,6 @@ export class PaymentsService {
     return { kind: 'opened', planRef: r.checkout.plan.id, checkoutRef: r.checkout.id, checkout: embedCheckout(connection, r.checkout, { email: req.payer.email, name }) };
   }
 
-  /**
-   * extpay Capture: the receipt the embed handed back (or, without one, the newest payment of the
-   * checkout's plan), and whether it belongs to this order (its plan or its metadata).
-   */
-  async retrieveExternal(teamId: string, txn: Row<'transactions'>, receiptId: string | undefined): Promise<{ result: ExtpayPaymentResult | null; belongs: boolean }> {
-    const conn = await this.store.run((db) => this.connections.findLive(db, teamId, txn.connection_id!));
-    if (!conn) return { result: null, belongs: false };
-    const connection = this.connections.connection(conn);
-    let result: ExtpayPaymentResult | null;
-    if (receiptId) {
-      result = await this.extpay.retrievePayment(connection, receiptId);
-    } else {
-      const list = await this.extpay.listPayments(connection, { planIds: [txn.plan_ref!] });
-      if (list.kind === 'error') return { result: list, belongs: false };
-      const newest = list.payments[0];
-      result = newest ? await this.extpay.retrievePayment(connection, newest.id) : null;
-    }
-    if (!result || result.kind === 'error') return { result, belongs: false };
-    const p = result.payment;
-    const belongs = p.planId === txn.plan_ref || p.metadata.order_number === txn.order_id;
-    return { result, belongs };
-  }
-
   /** extpay: the membership a payment started, as the provider has it now; null when there is none or it cannot be read. */
   async membershipOf(teamId: string, connectionId: string, membershipId: string | null): Promise<ExtpayMembership | null> {
     if (!membershipId) return null;
@@ -349,15 +325,6 @@ export class PaymentsService {
       const gateway = await this.gateways.findGateway(db, teamId, last.gateway_id);
       return gateway ? this.provider(gateway).capabilities.redirect : false;
     });
-  }
-
-  /** Asks the gateway where a pending payment stands (Capture, the watchdog). Outside any transaction. */
-  async retrieve(teamId: string, txn: Row<'transactions'>): Promise<ChargeOutcome> {
-    const gateway = txn.gateway_id ? await this.store.run((db) => this.gateways.findGateway(db, teamId, txn.gateway_id!)) : undefined;
-    if (!gateway || !txn.provider_ref || !this.provider(gateway).capabilities.redirect) {
-      return { kind: 'unknown', providerRef: txn.provider_ref, code: 'not_capturable', text: 'This payment cannot be re-checked with its gateway.' };
-    }
-    return this.provider(gateway).retrieve(this.gateways.account(gateway), txn.provider_ref);
   }
 
   /**

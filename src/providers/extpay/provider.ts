@@ -51,6 +51,27 @@ export function extpayProvider(adapter: ExtpayProviderAdapter): PaymentProvider<
     async retrieve(conn, providerRef) {
       return chargeOutcome(await adapter.retrievePayment(conn, providerRef));
     },
+    async confirm(conn, payment) {
+      // The customer's receipt, else the newest payment made against the checkout's plan.
+      let r: ExtpayPaymentResult | null;
+      if (payment.receipt) {
+        r = await adapter.retrievePayment(conn, payment.receipt);
+      } else {
+        const list = await adapter.listPayments(conn, { planIds: payment.planRef ? [payment.planRef] : [] });
+        if (list.kind === 'error') return { kind: 'unknown', text: list.message };
+        const newest = list.payments[0];
+        r = newest ? await adapter.retrievePayment(conn, newest.id) : null;
+      }
+      if (!r || (r.kind === 'error' && r.code === 'not_found')) return { kind: 'not_found' };
+      if (r.kind === 'error') return { kind: 'unknown', text: r.message };
+      const p = r.payment;
+      if (p.planId !== payment.planRef && p.metadata.order_number !== payment.orderId) return { kind: 'foreign' };
+      if (r.kind === 'approved') {
+        return { kind: 'approved', providerRef: p.id, vaultRef: null, payer: { memberRef: p.memberId, membershipRef: p.membershipId, cardBrand: p.cardBrand, cardLast4: p.cardLast4 } };
+      }
+      if (r.kind === 'pending') return { kind: 'pending', providerRef: r.paymentId };
+      return { kind: 'declined', providerRef: r.paymentId, code: r.code, text: r.message };
+    },
     async findCharge(conn, attempt) {
       const since = new Date(attempt.createdAt.getTime() - SKEW_MS).toISOString();
       const r = await adapter.findPaymentByAttempt(conn, { attemptId: attempt.id, memberId: attempt.memberRef ?? null, createdAfter: since });

@@ -48,6 +48,9 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
     async retrieve() {
       return { kind: 'unknown', providerRef: null, code: 'not_capturable', text: 'An NMI sale is settled when it is answered; there is nothing to re-check.' };
     },
+    async confirm() {
+      return { kind: 'unknown', text: 'An NMI sale is settled when it is answered; there is nothing to capture.' };
+    },
     async findCharge(account, attempt) {
       const attemptId = attempt.id;
       const t = await find(account, attemptId, 'sale');

@@ -58,6 +58,23 @@ export function threeDsProvider(adapter: ThreeDsGatewayAdapter): CardProvider {
     async retrieve(account, providerRef) {
       return threeDsChargeOutcome(await adapter.retrievePayment(acc(account), providerRef));
     },
+    async confirm(account, payment) {
+      if (payment.receipt && payment.receipt !== payment.providerRef) return { kind: 'foreign' };
+      if (!payment.providerRef) return { kind: 'not_found' };
+      const r = threeDsChargeOutcome(await adapter.retrievePayment(acc(account), payment.providerRef));
+      switch (r.kind) {
+        case 'approved':
+          return { kind: 'approved', providerRef: r.providerRef, vaultRef: r.vaultRef, payer: null };
+        case 'pending':
+          return { kind: 'pending', providerRef: r.providerRef };
+        case 'redirect':
+          return { kind: 'redirect' };
+        case 'declined':
+          return { kind: 'declined', providerRef: r.providerRef, code: r.code, text: r.text };
+        case 'unknown':
+          return { kind: 'unknown', text: r.text };
+      }
+    },
     async findCharge(account, attempt) {
       const attemptId = attempt.id;
       const r = await adapter.findPaymentByReference(acc(account), attemptId);
