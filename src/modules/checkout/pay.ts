@@ -85,7 +85,7 @@ export class PayUseCase extends UseCase {
   }
 
   async runPayment(teamId: string, claimed: Awaited<ReturnType<PayUseCase['openPayment']>>, payment: ProcessPaymentBody['payment']): Promise<PaymentResult> {
-    if (claimed.checkout) return this.payExternally(teamId, claimed.order, claimed.customer, payment, claimed.lines, claimed.checkout);
+    if (claimed.checkout) return this.payOnProviderCheckout(teamId, claimed.order, claimed.customer, payment, claimed.lines, claimed.checkout);
     if (!claimed.card) throw new Error('a first payment is either a card or an external checkout');
     return this.uc.card.run(claimed.order, claimed.customer, claimed.lines, claimed.card.req, claimed.card.step);
   }
@@ -125,7 +125,7 @@ export class PayUseCase extends UseCase {
    * answers pending_redirect with the §2.4 `checkout` object. Capture or the provider's webhook
    * confirms the payment later. A checkout that could not be opened leaves the order payable.
    */
-  async payExternally(
+  async payOnProviderCheckout(
     teamId: string,
     order: Row<'orders'>,
     customer: Row<'customers'>,

@@ -71,7 +71,6 @@ async function apply(
     return;
   }
   const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
-  if (t.upsell_id && t.connection_id) await deps.uc.upsell.recoverExternalUpsell(t, outcome);
-  else if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
+  if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
   else await deps.uc.reconcile.recoverFirstPayment(t, outcome);
 }

@@ -11,9 +11,14 @@ import { draftLine, type LineDraft } from '../orders/pricing.ts';
 import { UseCase } from './use-case.ts';
 
 /**
- * Process Upsell: one click on the saved payment method, in atomic phases for cards; the
- * external provider's upsell answers 202 until its webhook confirms it.
+ * Process Upsell: one click on the saved payment method, in atomic phases whatever the provider;
+ * a provider that confirms later (the external checkout provider) answers 202 until it does.
  */
+
+/** Phase 1's result: an answer decided without a provider, or an attempt to send. */
+type UpsellStep =
+  | { kind: 'done'; outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>; transaction: Row<'transactions'> }
+  | { kind: 'call'; attempt: Row<'transactions'>; confirmsLater: boolean; send: () => Promise<ChargeOutcome> };
 export class UpsellUseCase extends UseCase {
   /**
    * Process Upsell: one click on the order's saved card. Each upsell is charged at most once
@@ -40,11 +45,11 @@ export class UpsellUseCase extends UseCase {
       const claim = { id: claimId, team_id: teamId, order_id: order.id, upsell_id: upsell.id, quantity: body.quantity, status: 'in_flight' } as const;
       if (method.connection_id) {
         await this.orders.rows.insertOrderUpsell(trx, claim);
-        return { order, method, line, claimId, step: null } as const;
+        return { order, method, line, claimId, step: null };
       }
       // Phase 1: the attempt commits with the claim that names it, so a crash leaves a question for the gateway, never an unrecorded charge.
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
-      const step = await this.payments.openUpsell(trx, {
+      const opened = await this.payments.openUpsell(trx, {
         teamId,
         orderId: order.id,
         amount: line.line_total + line.shipping,
@@ -53,8 +58,10 @@ export class UpsellUseCase extends UseCase {
         upsellId: upsell.id,
         payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
       });
-      await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: step.kind === 'call' ? step.attempt.id : step.transaction.id });
-      return { order, method, line, claimId, step } as const;
+      await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: opened.kind === 'call' ? opened.attempt.id : opened.transaction.id });
+      const next: UpsellStep =
+        opened.kind === 'done' ? opened : { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) };
+      return { order, method, line, claimId, step: next };
     });
     if ('replay' in claim) {
       const r = claim.replay!;
@@ -62,24 +69,91 @@ export class UpsellUseCase extends UseCase {
       return { httpStatus: r.response_status!, body: r.response_body! };
     }
 
-    const { order, method, line, claimId, step } = claim;
-    if (!step) return this.upsellExternally(teamId, order, method, line, claimId);
+    const { order, method, line, claimId } = claim;
+    const step = claim.step ?? (await this.openSavedAtProvider(teamId, order, method, line, claimId));
     if (step.kind === 'done') return this.settleUpsell(teamId, order.id, line, claimId, step.transaction, step.outcome);
-    // Phase 2: the attempt row is committed; the gateway is asked holding no lock.
-    const outcome = await this.payments.sendCharge(step.gateway, step.request);
+    // Phase 2: the attempt row is committed; the provider is asked holding no lock.
+    const outcome = await step.send();
     if (outcome.kind === 'unknown') {
       const data = await this.store.run((db) => this.orders.view(db, teamId, order));
       return {
         httpStatus: 502,
         body: JSON.stringify({
           success: false,
-          message: 'The gateway did not answer, so whether the upsell was charged is not known yet; it is confirmed with the gateway within minutes. Do not charge it again.',
+          message: 'The provider did not answer, so whether the upsell was charged is not known yet; it is confirmed with the provider within minutes. Do not charge it again.',
           data: { ...data, upsell_id: line.upsell_id, transaction_id: step.attempt.id },
           error: { type: 'api_error', code: 'payment_outcome_unknown' },
         }),
       };
     }
+    if (step.confirmsLater) {
+      if (outcome.kind === 'declined' && outcome.providerRef === null) {
+        // Refused before any payment was made (the request itself): nothing to decline, the upsell can be tried again.
+        await this.store.transaction(async (trx) => {
+          await this.payments.closeAttempt(trx, teamId, order.customer_id, step.attempt, outcome);
+          await this.orders.rows.deleteOrderUpsell(trx, teamId, claimId);
+        });
+        throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${outcome.text}`);
+      }
+      // Spec 4.3: accepted (pending, or even paid at once), the line is added when the provider's payment.succeeded confirms it.
+      if (outcome.kind !== 'declined') return this.acceptUpsell(teamId, order.id, line, claimId, step.attempt, outcome.providerRef);
+    }
     return this.settleUpsell(teamId, order.id, line, claimId, step.attempt, outcome);
+  }
+
+  /**
+   * Phase 1 for a payment method the external checkout provider saved (spec 4.3): which of the
+   * customer's methods the order's checkout saved is asked of the provider first (a read); then the
+   * attempt commits in flight, named by the claim. Nothing saved: "no saved payment method found".
+   */
+  private async openSavedAtProvider(teamId: string, order: Row<'orders'>, method: Row<'payment_methods'>, line: LineDraft, claimId: string): Promise<UpsellStep> {
+    let target: Awaited<ReturnType<PaymentsService['externalMethodToCharge']>>;
+    try {
+      target = await this.payments.externalMethodToCharge(teamId, order.id, method);
+    } catch (err) {
+      await this.store.run((db) => this.orders.rows.deleteOrderUpsell(db, teamId, claimId));
+      throw err;
+    }
+    if (!target) {
+      await this.store.run((db) => this.orders.rows.deleteOrderUpsell(db, teamId, claimId));
+      throw new ApiError(
+        'no_saved_payment_method',
+        'No saved payment method found: the checkout was not set up for future use (setup_future_usage off_session), so the provider has nothing to charge.',
+      );
+    }
+    const attempt = await this.store.transaction(async (trx) => {
+      const t = await this.ledger.external.beginExternalUpsell(trx, { teamId, orderId: order.id, amount: line.line_total + line.shipping, currency: order.currency, method, upsellId: line.upsell_id! });
+      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
+      return t;
+    });
+    const conn = target.connection;
+    const ref = target.paymentMethodRef;
+    return { kind: 'call', attempt, confirmsLater: true, send: () => this.payments.chargeSavedExternally(conn, attempt, method.member_ref!, ref, line.name) };
+  }
+
+  /** An upsell the provider accepted and confirms later: 202, the claim pending, the line added when its webhook (or the watchdog) confirms. */
+  private async acceptUpsell(teamId: string, orderId: string, line: LineDraft, claimId: string, attempt: Row<'transactions'>, paymentRef: string | null) {
+    const answered = await this.store.transaction(async (trx) => {
+      const current = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      const accepted: Exclude<ChargeOutcome, { kind: 'unknown' }> = { kind: 'pending', providerRef: paymentRef ?? '', code: 'pending', text: 'Accepted by the provider; waiting for its confirmation' };
+      if (!(await this.payments.closeAttempt(trx, teamId, current.customer_id, attempt, accepted))) {
+        // Its webhook (or the recovery run) settled the charge before this answer was recorded: that answer stands.
+        const stored = (await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, attempt.id))!;
+        return { httpStatus: stored.response_status ?? 202, body: stored.response_body ?? '{}' };
+      }
+      const amount = line.line_total + line.shipping;
+      await this.orders.recordEvents(trx, teamId, orderId, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: attempt.id, amount, payment_id: paymentRef } }]);
+      const view = await this.orders.view(trx, teamId, current);
+      const text = JSON.stringify({
+        success: true,
+        message: 'Upsell accepted: the provider confirms the charge shortly, and the line is added to the order then.',
+        data: { ...view, payment_status: 'pending_external_confirmation', upsell_status: 'pending_external_confirmation', upsell_id: line.upsell_id, transaction_id: attempt.id },
+      });
+      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { status: 'pending', response_status: 202, response_body: text });
+      return { httpStatus: 202, body: text };
+    });
+    this.events.nudge();
+    return answered;
   }
 
   /**
@@ -106,9 +180,16 @@ export class UpsellUseCase extends UseCase {
     return answered;
   }
 
-  /** The recovery run found what the gateway did with an upsell attempt whose answer was lost. */
+  /**
+   * The recovery run found what the provider did with an upsell attempt whose answer was lost:
+   * settled as the request would have. One the provider holds (pending) waits for its confirmation.
+   */
   async recoverUpsell(attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
     const teamId = attempt.team_id;
+    if (outcome.kind === 'pending' || outcome.kind === 'redirect') {
+      await this.store.transaction((trx) => this.payments.closeAttempt(trx, teamId, '', attempt, { kind: 'pending', providerRef: outcome.providerRef, code: 'pending', text: 'Held at the provider; waiting for its confirmation' }));
+      return;
+    }
     const claim = await this.store.run((db) => this.orders.rows.findOrderUpsellByTransaction(db, teamId, attempt.id));
     if (!claim) {
       // The claim and the attempt commit together: an attempt without one is not an upsell of ours.
@@ -178,93 +259,12 @@ export class UpsellUseCase extends UseCase {
   }
 
   /**
-   * Process Upsell on an extpay order (spec 4.3): the provider charges the payment method saved at
-   * checkout. Accepted → 202 pending_external_confirmation, and the line and total are added only
-   * when payment.succeeded arrives; declined → 402; nothing saved → "no saved payment method found".
-   */
-  async upsellExternally(teamId: string, order: Row<'orders'>, method: Row<'payment_methods'>, line: LineDraft, claimId: string): Promise<{ httpStatus: number; body: string }> {
-    const amount = line.line_total + line.shipping;
-    let target: Awaited<ReturnType<PaymentsService['externalMethodToCharge']>>;
-    try {
-      target = await this.payments.externalMethodToCharge(teamId, order.id, method);
-    } catch (err) {
-      await this.store.run((db) => this.orders.rows.deleteOrderUpsell(db, teamId, claimId));
-      throw err;
-    }
-    if (!target) {
-      await this.store.run((db) => this.orders.rows.deleteOrderUpsell(db, teamId, claimId));
-      throw new ApiError(
-        'no_saved_payment_method',
-        'No saved payment method found: the checkout was not set up for future use (setup_future_usage off_session), so the provider has nothing to charge.',
-      );
-    }
-    const txn = await this.store.transaction(async (trx) => {
-      const t = await this.ledger.external.beginExternalUpsell(trx, { teamId, orderId: order.id, amount, currency: order.currency, method, upsellId: line.upsell_id! });
-      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
-      return t;
-    });
-    const r = await this.payments.chargeSavedExternally(target.connection, txn, method.member_ref!, target.paymentMethodRef, line.name);
-    if (r.kind === 'unknown') {
-      // The provider may have taken the charge: the attempt stays in flight (a repeat is 409), and the
-      // provider's webhook or the recovery run (lookup by our attempt id) settles it.
-      throw new ApiError('payment_outcome_unknown', `The external checkout provider did not answer (${r.text}); whether the upsell was charged is confirmed with it within minutes. Do not charge it again.`);
-    }
-    if (r.kind === 'declined' && r.providerRef === null) {
-      // Refused before any payment was made (the request itself): nothing to decline, the upsell can be tried again.
-      await this.store.transaction(async (trx) => {
-        await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: null, code: r.code, message: r.text });
-        await this.orders.rows.deleteOrderUpsell(trx, teamId, claimId);
-      });
-      throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${r.text}`);
-    }
-    const answered = await this.store.transaction(async (trx) => {
-      const current = (await this.orders.rows.findOrder(trx, teamId, order.id, { forUpdate: true }))!;
-      if (r.kind === 'declined') {
-        const t = await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'declined', paymentRef: r.providerRef, code: r.code, message: r.text });
-        return this.applyUpsellOutcome(trx, teamId, current, line, t ?? txn, { approved: false, reason: r.text }, claimId);
-      }
-      // Accepted (pending, or even paid at once): the provider's payment.succeeded adds the line (spec 4.3).
-      if (!(await this.ledger.external.settleExternalSale(trx, teamId, txn.id, { status: 'pending', paymentRef: r.providerRef! }))) {
-        // Its webhook settled the charge before this answer was recorded: that answer stands.
-        const stored = (await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, txn.id))!;
-        return { httpStatus: stored.response_status ?? 202, body: stored.response_body ?? '{}' };
-      }
-      await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'upsell.pending', data: { upsell_id: line.upsell_id, transaction: txn.id, amount, payment_id: r.providerRef } }]);
-      const view = await this.orders.view(trx, teamId, current);
-      const text = JSON.stringify({
-        success: true,
-        message: 'Upsell accepted: the provider confirms the charge shortly, and the line is added to the order then.',
-        data: { ...view, payment_status: 'pending_external_confirmation', upsell_status: 'pending_external_confirmation', upsell_id: line.upsell_id, transaction_id: txn.id },
-      });
-      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { status: 'pending', response_status: 202, response_body: text });
-      return { httpStatus: 202, body: text };
-    });
-    this.events.nudge();
-    return answered;
-  }
-
-  /**
-   * The recovery run found what the external provider did with an upsell charge whose answer was
-   * lost: settled as its webhook would (pending waits for the webhook or the watchdog).
-   */
-  async recoverExternalUpsell(t: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
-    if (outcome.kind === 'pending' || outcome.kind === 'redirect') {
-      await this.store.transaction((trx) => this.ledger.external.settleExternalSale(trx, t.team_id, t.id, { status: 'pending', paymentRef: outcome.providerRef }));
-      return;
-    }
-    const settled =
-      outcome.kind === 'approved'
-        ? { approved: true as const, paymentRef: outcome.providerRef }
-        : { approved: false as const, paymentRef: outcome.providerRef ?? '', code: outcome.code, message: outcome.text };
-    await this.settleExternalUpsell(t.team_id, t, settled, async () => true);
-  }
-
-  /**
-   * The provider confirmed (payment.succeeded) or refused (payment.failed / a fraud denial on
-   * payment.created) an extpay upsell charge: the line is added now, or the upsell is declined.
+   * The provider confirmed (payment.succeeded, or the watchdog's read) or refused (payment.failed /
+   * a fraud denial on payment.created) an upsell charge it had accepted: the line is added now, or
+   * the upsell is declined.
    * `guard` is the webhook's deduplication row, in the same transaction. Null: nothing to do.
    */
-  async settleExternalUpsell(
+  async confirmHeldUpsell(
     teamId: string,
     txn: Row<'transactions'>,
     outcome: { approved: true; paymentRef: string } | { approved: false; paymentRef: string; code: string; message: string },
