@@ -4,7 +4,7 @@ import type { Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { subscriptionView } from '../subscriptions/service.ts';
 import { type PaymentsService } from '../payments/service.ts';
-import type { ChargeOutcome } from '../../providers/provider.ts';
+import type { ChargeOutcome, ChargeRequest } from '../../providers/provider.ts';
 import type { UpsellBody } from '../orders/schemas.ts';
 import { type OrderStatus, UPSELLABLE } from '../orders/states.ts';
 import { draftLine, type LineDraft } from '../orders/pricing.ts';
@@ -121,14 +121,27 @@ export class UpsellUseCase extends UseCase {
         'No saved payment method found: the checkout was not set up for future use (setup_future_usage off_session), so the provider has nothing to charge.',
       );
     }
+    const provider = await this.payments.providerOf(teamId, { connection_id: method.connection_id, gateway_id: null });
+    if (!provider) {
+      await this.store.run((db) => this.orders.rows.deleteOrderUpsell(db, teamId, claimId));
+      throw new ApiError('provider_not_configured', 'The external checkout provider connection of this order is no longer available.');
+    }
     const attempt = await this.store.transaction(async (trx) => {
       const t = await this.ledger.external.beginExternalUpsell(trx, { teamId, orderId: order.id, amount: line.line_total + line.shipping, currency: order.currency, method, upsellId: line.upsell_id! });
       await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
       return t;
     });
-    const conn = target.connection;
-    const ref = target.paymentMethodRef;
-    return { kind: 'call', attempt, confirmsLater: true, send: () => this.payments.chargeSavedExternally(conn, attempt, method.member_ref!, ref, line.name) };
+    const request: ChargeRequest = {
+      attemptId: attempt.id,
+      orderId: order.id,
+      amount: attempt.amount,
+      currency: attempt.currency,
+      saved: { vaultRef: target.paymentMethodRef, originalRef: method.original_ref, memberRef: method.member_ref },
+      saveCard: false,
+      payer: { email: null, first_name: null, last_name: null },
+      description: line.name,
+    };
+    return { kind: 'call', attempt, confirmsLater: !provider.capabilities.syncCard, send: () => provider.charge(request) };
   }
 
   /** An upsell the provider accepted and confirms later: 202, the claim pending, the line added when its webhook (or the watchdog) confirms. */
@@ -149,7 +162,7 @@ export class UpsellUseCase extends UseCase {
         message: 'Upsell accepted: the provider confirms the charge shortly, and the line is added to the order then.',
         data: { ...view, payment_status: 'pending_external_confirmation', upsell_status: 'pending_external_confirmation', upsell_id: line.upsell_id, transaction_id: attempt.id },
       });
-      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { status: 'pending', response_status: 202, response_body: text });
+      await this.orders.moveUpsellClaim(trx, teamId, claimId, 'pending', { response_status: 202, response_body: text });
       return { httpStatus: 202, body: text };
     });
     this.events.nudge();
@@ -254,7 +267,7 @@ export class UpsellUseCase extends UseCase {
     };
     const httpStatus = outcome.approved ? 200 : 402;
     const text = JSON.stringify(response);
-    await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { status: outcome.approved ? 'approved' : 'declined', transaction_id: txn.id, response_status: httpStatus, response_body: text });
+    await this.orders.moveUpsellClaim(trx, teamId, claimId, outcome.approved ? 'approved' : 'declined', { transaction_id: txn.id, response_status: httpStatus, response_body: text });
     return { httpStatus, body: text };
   }
 

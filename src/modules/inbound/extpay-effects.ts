@@ -72,7 +72,10 @@ export class ExtpayEffects extends UseCase {
           order.customer_id,
           `${rec.opened ? 'Dispute opened' : 'Dispute updated'} on order ${order.id}: ${d.status.replace(/_/g, ' ')}, reason ${reason}, amount ${d.amount} ${sale.currency}.`,
         );
-        events.push({ type: rec.opened ? 'dispute.created' : 'dispute.updated', data: { dispute: rec.dispute.id, provider_ref: d.id, status: d.status, reason: d.reason, amount: d.amount } });
+        events.push({
+          type: rec.opened ? 'dispute.created' : 'dispute.updated',
+          data: { dispute: rec.dispute.id, provider_ref: d.id, status: d.status, reason: d.reason, amount: d.amount, ...(rec.offTable ? { off_table: true } : {}) },
+        });
       }
       if (rec.chargeback) events.push({ type: 'chargeback.recorded', data: { transaction: rec.chargeback.id, charge: sale.id, amount: rec.chargeback.amount, dispute: rec.dispute.id } });
       if (events.length === 0) return;

@@ -5,6 +5,8 @@ import type { ExtpayDispute, ExtpayPayment, ExtpayRefund, ExtpaySetupIntent } fr
 import { disputeIsChargeback, EXTPAY_REFUND_STATES } from '../../providers/extpay/status.ts';
 import * as repo from './repo.ts';
 import { moveTransaction } from './moves.ts';
+import { transition } from '../../app/state-machine.ts';
+import { DISPUTE } from '../payments/states.ts';
 
 /** The external checkout provider's records in the ledger: its sales, upsells, renewals, refunds, disputes and saved methods. */
 export class ExtpayLedger {
@@ -173,8 +175,9 @@ export class ExtpayLedger {
     teamId: string,
     sale: Row<'transactions'>,
     d: ExtpayDispute,
-  ): Promise<{ dispute: Row<'disputes'>; opened: boolean; chargeback: Row<'transactions'> | null }> {
+  ): Promise<{ dispute: Row<'disputes'>; opened: boolean; chargeback: Row<'transactions'> | null; offTable: boolean }> {
     let row = await repo.findDispute(trx, teamId, d.id);
+    let offTable = false;
     const opened = !row;
     if (!row) {
       row = await repo.insertDispute(trx, {
@@ -189,7 +192,14 @@ export class ExtpayLedger {
         currency: sale.currency,
       });
     } else if (row.status !== d.status || row.reason !== d.reason) {
-      row = await repo.updateDispute(trx, teamId, row.id, { status: d.status, reason: d.reason ?? row.reason });
+      // The provider's dispute state is the truth: a move the DISPUTE table does not list is still
+      // applied (refusing it would fail the webhook forever) and said so to the caller (offTable).
+      const current: Row<'disputes'> = row;
+      offTable = current.status !== d.status && !DISPUTE.canMove(current.status, d.status);
+      row = await transition(trx, offTable ? [] : DISPUTE.move(current.status, d.status), {
+        write: (t) => repo.updateDispute(t, teamId, current.id, { status: d.status, reason: d.reason ?? current.reason }),
+        event: null,
+      });
     }
     let chargeback: Row<'transactions'> | null = null;
     if (disputeIsChargeback(d) && !row.chargeback_id) {
@@ -212,7 +222,7 @@ export class ExtpayLedger {
       });
       row = await repo.updateDispute(trx, teamId, row.id, { chargeback_id: chargeback.id });
     }
-    return { dispute: row, opened, chargeback };
+    return { dispute: row, opened, chargeback, offTable };
   }
 
   /** setup_intent.succeeded (spec 6.1): the provider saved the customer's payment method for off-session charges. */

@@ -123,6 +123,25 @@ export async function insertOrderUpsell(db: Executor, row: NewRow<'order_upsells
   await db.insertInto('order_upsells').values(row).execute();
 }
 
+/** Moves an upsell claim to a new status only from one of `from` (its table's sources for that status); false when it was in none. */
+export async function moveOrderUpsell(
+  db: Executor,
+  teamId: string,
+  id: string,
+  from: ReadonlyArray<Row<'order_upsells'>['status']>,
+  patch: RowPatch<'order_upsells'> & { status: Row<'order_upsells'>['status'] },
+): Promise<boolean> {
+  const r = await db
+    .updateTable('order_upsells')
+    .set({ ...patch, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .where('status', 'in', [...from])
+    .returning('id')
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
 export async function finishOrderUpsell(db: Executor, teamId: string, id: string, patch: RowPatch<'order_upsells'>): Promise<void> {
   await db
     .updateTable('order_upsells')

@@ -10,7 +10,7 @@ import { disputeView, type LedgerService, transactionView } from '../ledger/serv
 import * as repo from './repo.ts';
 import { transition } from '../../app/state-machine.ts';
 import { orderPaymentState } from '../payments/states.ts';
-import { ORDER, ORDER_PAYMENT, type OrderStatus, type PaymentStatus } from './states.ts';
+import { ORDER, ORDER_PAYMENT, ORDER_UPSELL, type OrderStatus, type OrderUpsellStatus, type PaymentStatus } from './states.ts';
 import { type OrderEvent, orderView, type OrderView } from './views.ts';
 import type { CreateLeadBody } from './schemas.ts';
 
@@ -128,6 +128,18 @@ export class OrdersService {
       write: (t) => repo.updateOrder(t, order.team_id, order.id, { ...patch, ...to }),
       ...(event ? { event: { teamId: order.team_id, orderId: order.id, type: event.type, data: event.data ?? {} }, recordEvent: (t, e) => this.recordEvents(t, e.teamId, e.orderId, [e]) } : { event: null }),
     });
+  }
+
+  /**
+   * An upsell claim's status change, checked against ORDER_UPSELL in the statement that writes it:
+   * the row moves only from a status the table lets reach `to` (the claim is read under the order's
+   * row lock, so no other writer races it); anything else is a conflict.
+   */
+  async moveUpsellClaim(trx: Tx, teamId: string, claimId: string, to: OrderUpsellStatus, patch: RowPatch<'order_upsells'> = {}): Promise<void> {
+    const from = ORDER_UPSELL.states.filter((s) => ORDER_UPSELL.canMove(s, to));
+    if (!(await repo.moveOrderUpsell(trx, teamId, claimId, from, { ...patch, status: to }))) {
+      throw new ApiError('conflict', `An upsell claim can only become ${to} from ${from.join(' or ')}.`);
+    }
   }
 
   /** Records timeline rows in the caller's transaction; other modules use it for their order changes. */

@@ -355,18 +355,4 @@ export class PaymentsService {
     );
     return { connection: conn, paymentMethodRef: first.id };
   }
-
-  /** Phase 2 of an upsell on a payment method the external provider saved: through its provider, our attempt id as the idempotency key. */
-  async chargeSavedExternally(conn: Row<'extpay_connections'>, txn: Row<'transactions'>, memberRef: string, paymentMethodRef: string, title: string): Promise<ChargeOutcome> {
-    return bindProvider(this.external, this.connections.connection(conn)).charge({
-      attemptId: txn.id,
-      orderId: txn.order_id,
-      amount: txn.amount,
-      currency: txn.currency,
-      saved: { vaultRef: paymentMethodRef, originalRef: null, memberRef },
-      saveCard: false,
-      payer: { email: null, first_name: null, last_name: null },
-      description: title,
-    });
-  }
 }

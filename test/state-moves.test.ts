@@ -5,7 +5,7 @@ import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 /**
- * Subscription status writes go through the SUBSCRIPTION table. A card subscription's own actions
+ * Status writes go through their tables. Subscription status writes go through the SUBSCRIPTION table. A card subscription's own actions
  * are refused off the table; the provider's membership state is the truth for one it bills, so an
  * off-table move is applied anyway and flagged on the timeline (a refusal would make the provider
  * redeliver its event forever).
@@ -67,5 +67,46 @@ describe('subscription status moves', () => {
     await app.store.transaction((trx) => app.ctx.services.subscriptions.applyMembership(trx, team.teamId, membership(s.membership, 'past_due')));
     const events = (await team.api.get(`/v1/orders/${s.orderId}`)).body.data.events;
     expect(events).toContainEqual(expect.objectContaining({ type: 'subscription.status_changed', data: { subscription_id: s.subId, from_status: 'active', to_status: 'past_due' } }));
+  });
+});
+
+describe('dispute and upsell claim moves', () => {
+  async function saleOf(orderId: string) {
+    const id = newId('transaction');
+    return app.store.run((db) =>
+      db
+        .insertInto('transactions')
+        .values({ id, team_id: team.teamId, order_id: orderId, type: 'sale', status: 'approved', amount: 2900, currency: 'USD', gateway_id: null, provider_ref: `pay_${id}` })
+        .returningAll()
+        .executeTakeFirstOrThrow(),
+    );
+  }
+  const dispute = (id: string, status: 'needs_response' | 'won' | 'lost') => ({ id, status, reason: 'fraudulent', amount: 2900, currency: 'usd', paymentId: null, createdAt: null });
+
+  it("the provider's dispute state is applied even off the DISPUTE table, and says so", async () => {
+    const s = await subscriptionIn('active');
+    const sale = await saleOf(s.orderId);
+    const ext = app.ctx.services.ledger.external;
+    const id = `dspt_${sale.id.slice(4)}`;
+    await app.store.transaction((trx) => ext.recordExternalDispute(trx, team.teamId, sale, dispute(id, 'needs_response')));
+    const onTable = await app.store.transaction((trx) => ext.recordExternalDispute(trx, team.teamId, sale, dispute(id, 'won')));
+    expect(onTable).toMatchObject({ offTable: false, dispute: { status: 'won' } });
+    // won is final in the table; the provider reversing it is recorded anyway, flagged.
+    const offTable = await app.store.transaction((trx) => ext.recordExternalDispute(trx, team.teamId, sale, dispute(id, 'lost')));
+    expect(offTable).toMatchObject({ offTable: true, dispute: { status: 'lost' } });
+  });
+
+  it('an upsell claim moves only as ORDER_UPSELL allows, in the statement that writes it', async () => {
+    const s = await subscriptionIn('active');
+    const claimId = newId('orderUpsell');
+    await app.store.run((db) =>
+      db.insertInto('order_upsells').values({ id: claimId, team_id: team.teamId, order_id: s.orderId, upsell_id: funnel.upsellId, quantity: 1, status: 'in_flight' }).execute(),
+    );
+    const orders = app.ctx.services.orders;
+    await app.store.transaction((trx) => orders.moveUpsellClaim(trx, team.teamId, claimId, 'pending'));
+    await app.store.transaction((trx) => orders.moveUpsellClaim(trx, team.teamId, claimId, 'approved'));
+    await expect(app.store.transaction((trx) => orders.moveUpsellClaim(trx, team.teamId, claimId, 'pending'))).rejects.toMatchObject({ code: 'conflict' });
+    const row = await app.store.run((db) => db.selectFrom('order_upsells').select('status').where('id', '=', claimId).executeTakeFirstOrThrow());
+    expect(row.status).toBe('approved');
   });
 });
