@@ -16,7 +16,7 @@ import { UseCase } from './use-case.ts';
  */
 
 /** Phase 1's result: an answer decided without a provider, or an attempt to send. */
-type UpsellStep =
+type UpsellPhase =
   | { kind: 'done'; outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>; transaction: Row<'transactions'> }
   | { kind: 'call'; attempt: Row<'transactions'>; confirmsLater: boolean; send: () => Promise<ChargeOutcome> };
 export class UpsellUseCase extends UseCase {
@@ -59,7 +59,7 @@ export class UpsellUseCase extends UseCase {
         payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
       });
       await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: opened.kind === 'call' ? opened.attempt.id : opened.transaction.id });
-      const next: UpsellStep =
+      const next: UpsellPhase =
         opened.kind === 'done' ? opened : { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) };
       return { order, method, line, claimId, step: next };
     });
@@ -106,7 +106,7 @@ export class UpsellUseCase extends UseCase {
    * customer's methods the order's checkout saved is asked of the provider first (a read); then the
    * attempt commits in flight, named by the claim. Nothing saved: "no saved payment method found".
    */
-  private async openSavedAtProvider(teamId: string, order: Row<'orders'>, method: Row<'payment_methods'>, line: LineDraft, claimId: string): Promise<UpsellStep> {
+  private async openSavedAtProvider(teamId: string, order: Row<'orders'>, method: Row<'payment_methods'>, line: LineDraft, claimId: string): Promise<UpsellPhase> {
     let target: Awaited<ReturnType<PaymentsService['externalMethodToCharge']>>;
     try {
       target = await this.payments.externalMethodToCharge(teamId, order.id, method);

@@ -101,11 +101,6 @@ export async function seedVolume(db: Executor, teamId: string, gatewayId: string
     ON CONFLICT (gateway_id, month) DO UPDATE SET amount = greatest(gateway_volume.amount, EXCLUDED.amount)`.execute(db);
 }
 
-export async function volumeOf(db: Executor, teamId: string, gatewayId: string, month: string): Promise<number> {
-  const r = await db.selectFrom('gateway_volume').select('amount').where('team_id', '=', teamId).where('gateway_id', '=', gatewayId).where('month', '=', month).executeTakeFirst();
-  return r ? Number(r.amount) : 0;
-}
-
 // ---- payment routers
 
 export async function findRouter(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'payment_routers'> | undefined> {
