@@ -47,6 +47,13 @@ export const ERRORS = {
     type: 'api_error',
     message: 'The provider did not answer, so the outcome is not known yet; it is confirmed with the provider within minutes. Do not send it again.',
   },
+  rate_limited: { status: 429, type: 'rate_limit_error', message: 'Too many requests: slow down and retry after the time in the Retry-After header.' },
+  overloaded: { status: 503, type: 'api_error', message: 'The server is overloaded; retry after the time in the Retry-After header.' },
+  database_unavailable: {
+    status: 503,
+    type: 'api_error',
+    message: 'The database is unavailable; nothing was changed by the part that failed. Retry with the same Idempotency-Key after the time in the Retry-After header.',
+  },
   internal: { status: 500, type: 'api_error', message: 'Something went wrong on our side. The error has been logged.' },
 } as const satisfies Record<string, { status: number; type: string; message: string }>;
 
