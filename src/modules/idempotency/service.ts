@@ -1,6 +1,7 @@
 import { ApiError } from '../../app/errors.ts';
 import type { Secrets } from '../../app/secrets.ts';
 import type { Store } from '../../db/database.ts';
+import { isDatabaseUnavailable } from '../../db/faults.ts';
 import * as repo from './repo.ts';
 
 /** An in-flight key older than this is taken to belong to a crashed request and may be re-run. */
@@ -8,18 +9,53 @@ const ABANDONED_AFTER_MS = 2 * 60_000;
 export const MAX_KEY_LENGTH = 255;
 
 export type Begin =
-  | { kind: 'proceed' }
+  | { kind: 'proceed'; claimedAt: Date }
   | { kind: 'replay'; status: number; body: string };
 
-/** Canonical JSON: keys sorted at every depth, so field order never changes the fingerprint. */
+/** A finished request whose key could not be released or completed yet (the database was away). */
+interface Unsettled {
+  teamId: string;
+  key: string;
+  claimedAt: Date | undefined;
+  status: number;
+  /** The sealed response to store; null releases the key (a 5xx). */
+  sealed: string | null;
+}
+
+const slot = (teamId: string, key: string) => `${teamId}\n${key}`;
+
+/** A piece of output text, as opposed to a value still to be written. */
+class Text {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * Canonical JSON: keys sorted at every depth, so field order never changes the fingerprint.
+ * Walks with an explicit stack, not recursion: the body is client input, and however deep it
+ * nests it must not overflow the call stack.
+ */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.keys(value as Record<string, unknown>)
-    .sort()
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-  return `{${entries.join(',')}}`;
+  const out: string[] = [];
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const item = todo.pop();
+    if (item instanceof Text) {
+      out.push(item.text);
+    } else if (item === null || typeof item !== 'object') {
+      out.push(JSON.stringify(item) ?? 'null');
+    } else if (Array.isArray(item)) {
+      todo.push(new Text(']'));
+      for (let i = item.length - 1; i >= 0; i--) todo.push(item[i], new Text(i > 0 ? ',' : ''));
+      todo.push(new Text('['));
+    } else {
+      const obj = item as Record<string, unknown>;
+      const keys = Object.keys(obj).sort().filter((k) => obj[k] !== undefined);
+      todo.push(new Text('}'));
+      for (let i = keys.length - 1; i >= 0; i--) todo.push(obj[keys[i]!], new Text(`${i > 0 ? ',' : ''}${JSON.stringify(keys[i])}:`));
+      todo.push(new Text('{'));
+    }
+  }
+  return out.join('');
 }
 
 /**
@@ -28,11 +64,16 @@ export function canonicalJson(value: unknown): string {
  * the first still runs gets 409; the same key with another body gets 422.
  */
 export class IdempotencyService {
+  private readonly unsettled = new Map<string, Unsettled>();
+  private settling: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly store: Store,
     private readonly secrets: Secrets,
     private readonly ttlHours: number,
-  ) {}
+  ) {
+    store.health.on('up', () => void this.settleAll());
+  }
 
   /**
    * A keyed hash of method, route and canonical body. Card fields are inside the body, so the
@@ -44,6 +85,8 @@ export class IdempotencyService {
   }
 
   async begin(teamId: string, key: string, method: string, route: string, body: unknown): Promise<Begin> {
+    const unsettled = this.unsettled.get(slot(teamId, key));
+    if (unsettled) await this.settle(unsettled);
     const fingerprint = this.fingerprint(method, route, body);
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = new Date();
@@ -59,7 +102,7 @@ export class IdempotencyService {
           expires_at: new Date(now.getTime() + this.ttlHours * 3600_000),
         }),
       );
-      if (claimed) return { kind: 'proceed' };
+      if (claimed) return { kind: 'proceed', claimedAt: now };
 
       const existing = await this.store.run((db) => repo.findKey(db, teamId, key));
       if (!existing) continue; // released between our insert and read: try to claim again
@@ -80,10 +123,56 @@ export class IdempotencyService {
    * Stores the response to replay, sealed with the service key: some responses carry a secret
    * shown once (a webhook signing secret), and none may sit in the database in clear.
    * 5xx responses release the key instead, so the client may retry.
+   *
+   * When the database is gone at this moment (a request that failed because it went away, or one
+   * that finished just as it did), the release or the stored response is kept in memory and
+   * written as soon as the database answers again: on its return, or first thing when the same
+   * key comes back to this process. Until then another process answers `409 in flight` for the
+   * key, and after ABANDONED_AFTER_MS anyone may re-run it.
    */
-  async finish(teamId: string, key: string, status: number, body: string): Promise<void> {
-    if (status >= 500) await this.store.run((db) => repo.releaseKey(db, teamId, key));
-    else await this.store.run((db) => repo.completeKey(db, teamId, key, status, this.secrets.encrypt(body)));
+  async finish(teamId: string, key: string, status: number, body: string, claimedAt?: Date): Promise<void> {
+    const pending: Unsettled = { teamId, key, claimedAt, status, sealed: status >= 500 ? null : this.secrets.encrypt(body) };
+    try {
+      await this.settle(pending);
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      this.unsettled.set(slot(teamId, key), pending);
+      this.scheduleSettling();
+    }
+  }
+
+  /** Keys whose release or response could not be written because the database was away. */
+  get unsettledCount(): number {
+    return this.unsettled.size;
+  }
+
+  private async settle(p: Unsettled): Promise<void> {
+    if (p.sealed === null) await this.store.run((db) => repo.releaseKey(db, p.teamId, p.key, p.claimedAt));
+    else {
+      const sealed = p.sealed;
+      await this.store.run((db) => repo.completeKey(db, p.teamId, p.key, p.status, sealed, p.claimedAt));
+    }
+    this.unsettled.delete(slot(p.teamId, p.key));
+  }
+
+  private scheduleSettling(): void {
+    if (this.settling) return;
+    this.settling = setTimeout(() => {
+      this.settling = undefined;
+      void this.settleAll();
+    }, 1_000);
+    this.settling.unref();
+  }
+
+  private async settleAll(): Promise<void> {
+    for (const p of [...this.unsettled.values()]) {
+      try {
+        await this.settle(p);
+      } catch {
+        break; // still away: try again in a second
+      }
+    }
+    if (this.unsettled.size > 0) this.scheduleSettling();
   }
 
   async purgeExpired(): Promise<number> {
