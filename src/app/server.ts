@@ -27,6 +27,7 @@ import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
+import { refuseUndeclaredBodies, registerInputGuards } from './input-guard.ts';
 import type { Http } from './http.ts';
 import { MAX_KEY_LENGTH } from '../modules/idempotency/service.ts';
 import { registerMetrics } from './metrics.ts';
@@ -67,6 +68,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  registerInputGuards(app as unknown as FastifyInstance);
   app.decorateRequest('team', null);
   app.decorateRequest('idempotency', null);
 
@@ -139,6 +141,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
 
   // Everything under /checkout and /v1 needs a bearer token and takes Idempotency-Key on POST.
   await app.register(async (api: Http) => {
+    refuseUndeclaredBodies(api as unknown as FastifyInstance);
     api.addHook('onRequest', async (req: FastifyRequest) => {
       const header = req.headers.authorization;
       const secret = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
