@@ -86,17 +86,17 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
         response: { 201: RouterEnvelope },
       },
     },
-    async (req, reply) => reply.code(201).send(ok(await gateways.createRouter(teamOf(req), req.body))),
+    async (req, reply) => reply.code(201).send(ok(await gateways.routers.create(teamOf(req), req.body))),
   );
   app.get(
     '/v1/payment-orchestrators',
     { schema: { tags, summary: 'List payment orchestrators, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(Router) } } },
-    async (req) => listed(await gateways.listRouters(teamOf(req), req.query)),
+    async (req) => listed(await gateways.routers.list(teamOf(req), req.query)),
   );
   app.get(
     '/v1/payment-orchestrators/:id',
     { schema: { tags, summary: 'Retrieve a payment orchestrator with its members', params: IdParams, response: { 200: RouterEnvelope } } },
-    async (req) => ok(await gateways.getRouter(teamOf(req), req.params.id)),
+    async (req) => ok(await gateways.routers.get(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/payment-orchestrators/:id',
@@ -110,7 +110,7 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
         response: { 200: RouterEnvelope },
       },
     },
-    async (req) => ok(await gateways.updateRouter(teamOf(req), req.params.id, req.body)),
+    async (req) => ok(await gateways.routers.update(teamOf(req), req.params.id, req.body)),
   );
 
   // ---- BIN blacklist
@@ -126,17 +126,17 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
         response: { 201: Envelope(BinBlock) },
       },
     },
-    async (req, reply) => reply.code(201).send(ok(await gateways.addBinBlock(teamOf(req), req.body))),
+    async (req, reply) => reply.code(201).send(ok(await gateways.cardLists.addBinBlock(teamOf(req), req.body))),
   );
   app.get(
     '/v1/bin-blacklist',
     { schema: { tags, summary: 'List blocked BIN prefixes, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(BinBlock) } } },
-    async (req) => listed(await gateways.listBinBlocks(teamOf(req), req.query)),
+    async (req) => listed(await gateways.cardLists.listBinBlocks(teamOf(req), req.query)),
   );
   app.delete(
     '/v1/bin-blacklist/:id',
     { schema: { tags, summary: 'Unblock a BIN prefix', params: IdParams, response: { 200: Envelope(DeletedBinBlock) } } },
-    async (req) => ok(await gateways.deleteBinBlock(teamOf(req), req.params.id)),
+    async (req) => ok(await gateways.cardLists.deleteBinBlock(teamOf(req), req.params.id)),
   );
 
   // ---- test cards
@@ -154,16 +154,16 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
         response: { 201: Envelope(TestCard) },
       },
     },
-    async (req, reply) => reply.code(201).send(ok(await gateways.addTestCard(teamOf(req), req.body))),
+    async (req, reply) => reply.code(201).send(ok(await gateways.cardLists.addTestCard(teamOf(req), req.body))),
   );
   app.get(
     '/v1/test-cards',
     { schema: { tags, summary: 'List test cards, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(TestCard) } } },
-    async (req) => listed(await gateways.listTestCards(teamOf(req), req.query)),
+    async (req) => listed(await gateways.cardLists.listTestCards(teamOf(req), req.query)),
   );
   app.delete(
     '/v1/test-cards/:id',
     { schema: { tags, summary: 'Remove a test card', params: IdParams, response: { 200: Envelope(DeletedTestCard) } } },
-    async (req) => ok(await gateways.deleteTestCard(teamOf(req), req.params.id)),
+    async (req) => ok(await gateways.cardLists.deleteTestCard(teamOf(req), req.params.id)),
   );
 }
