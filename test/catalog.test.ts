@@ -32,6 +32,8 @@ async function created(res: Promise<ApiResponse>) {
 }
 
 interface Funnel {
+  gateway: any;
+  router: any;
   campaign: any;
   otherCampaign: any;
   productA: any;
@@ -45,7 +47,10 @@ interface Funnel {
 
 /** The whole catalog a funnel needs, built through the API. */
 async function buildFunnel(api: ApiClient, tag: string): Promise<Funnel> {
-  const campaign = await created(api.post('/v1/campaigns', { name: `Main funnel ${tag}`, currency: 'USD', gateway_id: 'gw_sandbox' }));
+  // A campaign may name only the team's own gateway and payment orchestrator (test/references.test.ts).
+  const gateway = await created(api.post('/v1/gateways', { name: `NMI ${tag}`, kind: 'nmi', credentials: { security_key: `key-${tag}-0123456789` } }));
+  const router = await created(api.post('/v1/payment-orchestrators', { name: `Router ${tag}`, members: [{ gateway_id: gateway.id }] }));
+  const campaign = await created(api.post('/v1/campaigns', { name: `Main funnel ${tag}`, currency: 'USD', gateway_id: gateway.id }));
   const otherCampaign = await created(api.post('/v1/campaigns', { name: `Second funnel ${tag}`, currency: 'EUR' }));
   const productA = await created(api.post('/v1/products', { name: 'Serum', sku: `SERUM-${tag}`, description: '30 ml' }));
   const productB = await created(api.post('/v1/products', { name: 'Cream' }));
@@ -80,7 +85,7 @@ async function buildFunnel(api: ApiClient, tag: string): Promise<Funnel> {
   );
   const upsell = await created(api.post('/v1/upsells', { campaign_id: campaign.id, offer_id: recurring.id, step: 1, name: 'Subscribe and save' }));
   const coupon = await created(api.post('/v1/coupons', { code: `SAVE10-${tag}`, campaign_id: campaign.id, percent_off: 10, max_redemptions: 100 }));
-  return { campaign, otherCampaign, productA, productB, oneTime, recurring, trial, upsell, coupon };
+  return { gateway, router, campaign, otherCampaign, productA, productB, oneTime, recurring, trial, upsell, coupon };
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -96,7 +101,7 @@ describe('catalog: a whole funnel through the API', () => {
       object: 'campaign',
       name: 'Main funnel A',
       currency: 'USD',
-      gateway_id: 'gw_sandbox',
+      gateway_id: f.gateway.id,
       payment_orchestrator_id: null,
       is_active: true,
     });
@@ -173,9 +178,9 @@ describe('catalog: a whole funnel through the API', () => {
   });
 
   it('PATCH changes only the fields sent and moves updated_at', async () => {
-    const campaign = await teamA.api.patch(`/v1/campaigns/${f.otherCampaign.id}`, { name: 'Renamed', payment_orchestrator_id: 'orch_1', is_active: false });
+    const campaign = await teamA.api.patch(`/v1/campaigns/${f.otherCampaign.id}`, { name: 'Renamed', payment_orchestrator_id: f.router.id, is_active: false });
     expect(campaign.status).toBe(200);
-    expect(campaign.body.data).toMatchObject({ name: 'Renamed', payment_orchestrator_id: 'orch_1', is_active: false, currency: 'EUR', gateway_id: null });
+    expect(campaign.body.data).toMatchObject({ name: 'Renamed', payment_orchestrator_id: f.router.id, is_active: false, currency: 'EUR', gateway_id: null });
     expect(Date.parse(campaign.body.data.updated_at)).toBeGreaterThanOrEqual(Date.parse(f.otherCampaign.updated_at));
     const cleared = await teamA.api.patch(`/v1/campaigns/${f.otherCampaign.id}`, { payment_orchestrator_id: null });
     expect(cleared.body.data).toMatchObject({ name: 'Renamed', payment_orchestrator_id: null });

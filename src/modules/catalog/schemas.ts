@@ -3,7 +3,10 @@ import { ID_PREFIX } from '../../app/ids.ts';
 import { Currency, Id, ListQuery, Money, Timestamp } from '../../app/schemas.ts';
 
 const Name = z.string().trim().min(1).max(200);
-/** Gateway and orchestrator references are free text until the providers module validates them. */
+/**
+ * A gateway or payment orchestrator of the team, checked by the service when the campaign is
+ * written (unknown or another team's: 422 on the field); null clears it.
+ */
 const ProviderRef = z.string().trim().min(1).max(100).nullable();
 const requiredOr = (message: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : message);
 const IntervalUnit = z.enum(['day', 'week', 'month', 'year'], { error: requiredOr('must be day, week, month or year') });
@@ -21,8 +24,8 @@ export const CreateCampaign = z
   .object({
     name: Name,
     currency: Currency.describe('ISO 4217 code every price of this campaign is in; fixed once created'),
-    gateway_id: ProviderRef.optional(),
-    payment_orchestrator_id: ProviderRef.optional(),
+    gateway_id: ProviderRef.optional().describe('A gateway of the team (`gw_…`)'),
+    payment_orchestrator_id: ProviderRef.optional().describe('A payment orchestrator of the team (`po_…`); wins over `gateway_id`'),
   })
   .strict()
   .meta({ id: 'CreateCampaign' });
@@ -31,8 +34,8 @@ export type CreateCampaign = z.infer<typeof CreateCampaign>;
 export const UpdateCampaign = z
   .object({
     name: Name.optional(),
-    gateway_id: ProviderRef.optional(),
-    payment_orchestrator_id: ProviderRef.optional(),
+    gateway_id: ProviderRef.optional().describe('A gateway of the team (`gw_…`); null clears it'),
+    payment_orchestrator_id: ProviderRef.optional().describe('A payment orchestrator of the team (`po_…`); null clears it'),
     is_active: z.boolean().optional(),
   })
   .strict()

@@ -4,6 +4,8 @@ import { iso, type ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { type ListableTable, listPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
+import { type RoutingReferences, unownedRouting } from '../gateways/service.ts';
+import { OwnedReferences } from './references.ts';
 import * as repo from './repo.ts';
 import type {
   Campaign,
@@ -113,6 +115,14 @@ export function couponView(r: Row<'coupons'>): Coupon {
   };
 }
 
+/** The gateway and payment orchestrator a campaign's create or patch names (null clears one: nothing to check). */
+function routingOf(input: { gateway_id?: string | null | undefined; payment_orchestrator_id?: string | null | undefined }): RoutingReferences {
+  return {
+    gateways: input.gateway_id ? [{ path: 'gateway_id', id: input.gateway_id }] : [],
+    paymentOrchestrators: input.payment_orchestrator_id ? [{ path: 'payment_orchestrator_id', id: input.payment_orchestrator_id }] : [],
+  };
+}
+
 function skuTaken(sku: string | null | undefined): ApiError {
   return new ApiError('conflict', `A product with the SKU "${sku}" already exists in this team.`, {
     fields: [{ path: 'sku', message: 'is already used by another product' }],
@@ -173,16 +183,17 @@ export class CatalogService {
   // ---- campaigns
 
   async createCampaign(teamId: string, input: CreateCampaign): Promise<Campaign> {
-    const row = await this.store.run((db) =>
-      repo.insertCampaign(db, {
+    const row = await this.store.transaction(async (trx) => {
+      await this.requireRouting(trx, teamId, input);
+      return repo.insertCampaign(trx, {
         id: newId('campaign'),
         team_id: teamId,
         name: input.name,
         currency: input.currency,
         gateway_id: input.gateway_id ?? null,
         payment_orchestrator_id: input.payment_orchestrator_id ?? null,
-      }),
-    );
+      });
+    });
     return campaignView(row);
   }
 
@@ -195,7 +206,12 @@ export class CatalogService {
   async updateCampaign(teamId: string, id: string, patch: UpdateCampaign): Promise<Campaign> {
     const fields = presentFields(patch);
     if (!fields) return this.getCampaign(teamId, id);
-    const row = await this.store.run((db) => repo.updateCampaign(db, teamId, id, fields));
+    const row = await this.store.transaction(async (trx) => {
+      // An unknown campaign is a 404 before its references are judged.
+      if (!(await repo.findCampaign(trx, teamId, id))) throw notFound('Campaign');
+      await this.requireRouting(trx, teamId, fields);
+      return repo.updateCampaign(trx, teamId, id, fields);
+    });
     if (!row) throw notFound('Campaign');
     return campaignView(row);
   }
@@ -251,9 +267,10 @@ export class CatalogService {
 
   async createOffer(teamId: string, input: CreateOffer): Promise<Offer> {
     const row = await this.store.transaction(async (trx) => {
-      await this.requireCampaign(trx, teamId, input.campaign_id);
-      const product = await repo.findProduct(trx, teamId, input.product_id);
-      if (!product) throw invalid('product_id', 'no such product');
+      const refs = new OwnedReferences(trx, teamId);
+      await refs.campaign(input.campaign_id);
+      await refs.product(input.product_id);
+      refs.assert();
       const renewal = input.billing === 'one_time' ? null : input;
       return repo.insertOffer(trx, {
         id: newId('offer'),
@@ -297,9 +314,8 @@ export class CatalogService {
 
   async createUpsell(teamId: string, input: CreateUpsell): Promise<Upsell> {
     const row = await this.store.transaction(async (trx) => {
-      const campaign = await this.requireCampaign(trx, teamId, input.campaign_id);
-      const [offer] = await repo.findOffers(trx, teamId, [input.offer_id]);
-      if (!offer) throw invalid('offer_id', 'no such offer');
+      const refs = new OwnedReferences(trx, teamId);
+      const { campaign, offer } = refs.ensure({ campaign: await refs.campaign(input.campaign_id), offer: await refs.offer(input.offer_id) });
       if (offer.campaign_id !== campaign.id) throw invalid('offer_id', 'belongs to another campaign; an upsell sells an offer of its own campaign');
       return repo.insertUpsell(trx, {
         id: newId('upsell'),
@@ -337,7 +353,8 @@ export class CatalogService {
     try {
       const row = await this.store.transaction(async (trx) => {
         if (input.campaign_id) {
-          const campaign = await this.requireCampaign(trx, teamId, input.campaign_id);
+          const refs = new OwnedReferences(trx, teamId);
+          const { campaign } = refs.ensure({ campaign: await refs.campaign(input.campaign_id) });
           if (input.currency !== undefined && input.currency !== campaign.currency) {
             throw invalid('currency', `must be the campaign's currency, ${campaign.currency}`);
           }
@@ -397,11 +414,11 @@ export class CatalogService {
 
   // ---- shared
 
-  /** A campaign named in a request body: one of another team reads as unknown. */
-  private async requireCampaign(db: Executor, teamId: string, id: string): Promise<Row<'campaigns'>> {
-    const campaign = await repo.findCampaign(db, teamId, id);
-    if (!campaign) throw invalid('campaign_id', 'no such campaign');
-    return campaign;
+  /** A campaign's gateway and payment orchestrator must be the team's: another team's would decline every payment. */
+  private async requireRouting(trx: Tx, teamId: string, input: Parameters<typeof routingOf>[0]): Promise<void> {
+    const refs = new OwnedReferences(trx, teamId);
+    refs.add(await unownedRouting(trx, teamId, routingOf(input)));
+    refs.assert();
   }
 
   /** The module's lists: the shared cursor pagination with this module's created-at window. */

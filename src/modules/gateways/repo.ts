@@ -101,6 +101,13 @@ export async function seedVolume(db: Executor, teamId: string, gatewayId: string
     ON CONFLICT (gateway_id, month) DO UPDATE SET amount = greatest(gateway_volume.amount, EXCLUDED.amount)`.execute(db);
 }
 
+/** Which of `ids` name a gateway or payment router of the team. */
+export async function ownedIds(db: Executor, table: 'gateways' | 'payment_routers', teamId: string, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom(table).select('id').where('team_id', '=', teamId).where('id', 'in', ids).execute();
+  return new Set(rows.map((r) => r.id));
+}
+
 // ---- payment routers
 
 export async function findRouter(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'payment_routers'> | undefined> {

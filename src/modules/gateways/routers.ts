@@ -1,4 +1,4 @@
-import { ApiError, type FieldError, notFound } from '../../app/errors.ts';
+import { notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store } from '../../db/database.ts';
@@ -6,6 +6,7 @@ import type { Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import { presentFields } from '../../db/helpers.ts';
 import { pageOf } from './pages.ts';
+import { assertOwnedRouting } from './references.ts';
 import * as repo from './repo.ts';
 import type { CreateRouter, Router, RouterMemberInput, UpdateRouter } from './schemas.ts';
 import type { GatewayVolume } from './volume.ts';
@@ -147,13 +148,9 @@ export class PaymentRouters {
     });
   }
 
-  /** Every member's gateway must be the team's: one of another team reads as unknown. */
-  private async requireGateways(db: Executor, teamId: string, members: readonly RouterMemberInput[]): Promise<void> {
-    const found = new Set((await repo.findGateways(db, teamId, members.map((m) => m.gateway_id))).map((g) => g.id));
-    const fields: FieldError[] = members.flatMap((m, i) => (found.has(m.gateway_id) ? [] : [{ path: `members.${i}.gateway_id`, message: 'no such gateway' }]));
-    if (fields.length > 0) {
-      throw new ApiError('validation_failed', `The request is invalid: ${fields.map((f) => `${f.path}: ${f.message}`).join('; ')}`, { fields });
-    }
+  /** Every member's gateway must be the team's. */
+  private requireGateways(db: Executor, teamId: string, members: readonly RouterMemberInput[]): Promise<void> {
+    return assertOwnedRouting(db, teamId, { gateways: members.map((m, i) => ({ path: `members.${i}.gateway_id`, id: m.gateway_id })) });
   }
 
   private memberRows(teamId: string, routerId: string, members: readonly RouterMemberInput[]) {
