@@ -60,11 +60,18 @@ describe('text PostgreSQL cannot store', () => {
     expect422(await team.api.get('/v1/products?starting_after=prod_%00'), 'query.starting_after');
     expect422(await team.api.get('/v1/products/prod_%00'), 'params.id');
   });
+
+  it('answers a path the router cannot decode, or a parameter past its length, in the envelope', async () => {
+    expect422(await team.api.post('/v1/customers/%ED%A0%80/notes', { body: 'x' }), 'params');
+    expect422(await team.api.request('DELETE', '/v1/webhook-endpoints/%FF'), 'params');
+    expect422(await team.api.post(`/v1/subscriptions/sub_${'a'.repeat(200)}/cancel`, {}), 'params');
+  });
 });
 
 describe('nesting and bodies', () => {
   it('refuses a body nested deeper than 32 levels with 400 malformed_json, with or without an Idempotency-Key', async () => {
-    for (const headers of [{}, { 'idempotency-key': `deep-${Date.now()}` }]) {
+    const variants: Record<string, string>[] = [{}, { 'idempotency-key': `deep-${Date.now()}` }];
+    for (const headers of variants) {
       const r = await team.api.post('/v1/extpay-connections/xc_missing/test', nested(20_000), headers);
       expect(r.status, r.text).toBe(400);
       expect(r.body.error.code).toBe('malformed_json');

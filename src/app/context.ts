@@ -8,6 +8,7 @@ import { createCheckout, type UseCases } from '../modules/checkout/service.ts';
 import { CustomersService } from '../modules/customers/service.ts';
 import { extpayAdapter } from '../providers/extpay/adapter.ts';
 import { EventsService } from '../modules/events/service.ts';
+import { FraudService } from '../modules/fraud/service.ts';
 import { FulfillmentsService } from '../modules/fulfillments/service.ts';
 import { GatewaysService } from '../modules/gateways/service.ts';
 import { MailService } from '../modules/mail/service.ts';
@@ -46,6 +47,7 @@ export interface AppContext {
     fulfillments: FulfillmentsService;
     subscriptions: SubscriptionsService;
     gateways: GatewaysService;
+    fraud: FraudService;
     events: EventsService;
     webhooks: WebhooksService;
     mail: MailService;
@@ -68,8 +70,9 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   events.registerSink(mail);
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
   const ledger = new LedgerService(store);
+  const fraud = new FraudService(store, secrets);
   const inbound = new InboundService();
-  const payments = new PaymentsService(store, gateways, ledger, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, extpayProvider(extpayAdapter), connections, extpayAdapter);
+  const payments = new PaymentsService(store, gateways, ledger, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, extpayProvider(extpayAdapter), connections, extpayAdapter, fraud);
   const fulfillments = new FulfillmentsService(store);
   const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, ledger, events);
   const orders = new OrdersService(store, catalog, customers, ledger);
@@ -91,6 +94,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
       fulfillments,
       subscriptions,
       gateways,
+      fraud,
       events,
       connections,
       extpayEvents: new ExtpayEventsService(store, checkout, payments, ledger, inbound),

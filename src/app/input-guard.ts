@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
 
 /**
@@ -11,6 +12,8 @@ import { ApiError, type FieldError } from './errors.ts';
  *   checked for code points PostgreSQL refuses in text and jsonb: U+0000 and lone UTF-16
  *   surrogates. One failing path per field, 422 `validation_failed`.
  * - A route that declares no body schema takes no body: only none or `{}`.
+ * - A URL the router cannot decode (bad percent-encoding) or a path parameter past its length
+ *   limit answers in the envelope like any other invalid parameter.
  */
 export const MAX_JSON_DEPTH = 32;
 
@@ -119,4 +122,16 @@ export function refuseUndeclaredBodies(app: FastifyInstance): void {
     if (req.routeOptions.schema?.body || isEmptyBody(req.body)) return;
     refuse([{ path: '(root)', message: 'this endpoint takes no request body: send none or {}' }]);
   });
+}
+
+/**
+ * Fastify's `frameworkErrors`: what the router refuses before any route or hook runs. Both are an
+ * invalid path parameter to the client, so 422 like a parameter that fails its schema.
+ */
+export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  const message =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than any id (100 characters)'
+    : err.code === 'FST_ERR_BAD_URL' ? 'the URL path is not valid percent-encoded UTF-8'
+    : 'the URL cannot be routed';
+  reply.code(422).send(errorBody('validation_failed', `The request is invalid: params: ${message}`, [{ path: 'params', message }]));
 }

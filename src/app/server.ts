@@ -27,7 +27,7 @@ import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
-import { refuseUndeclaredBodies, registerInputGuards } from './input-guard.ts';
+import { frameworkErrors, refuseUndeclaredBodies, registerInputGuards } from './input-guard.ts';
 import type { Http } from './http.ts';
 import { MAX_KEY_LENGTH } from '../modules/idempotency/service.ts';
 import { registerMetrics } from './metrics.ts';
@@ -62,6 +62,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    frameworkErrors,
   }).withTypeProvider<ZodTypeProvider>();
 
   // JSON only: Fastify's default text/plain parser would let a string body reach validation.

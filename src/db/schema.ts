@@ -164,6 +164,7 @@ export interface OrdersTable {
   rebill_of: ColumnType<string | null, string | null | undefined, string | null>;
   needs_qa: Defaulted<boolean>;
   qa_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  ip_address: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -540,8 +541,46 @@ export interface DB {
   inbound_webhooks: InboundWebhooksTable;
   extpay_connections: ExtpayConnectionsTable;
   disputes: DisputesTable;
+  fraud_rules: FraudRulesTable;
+  fraud_rule_keys: FraudRuleKeysTable;
+  fraud_events: FraudEventsTable;
 }
 
 export type Row<T extends keyof DB> = Selectable<DB[T]>;
 export type NewRow<T extends keyof DB> = Insertable<DB[T]>;
 export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;
+
+export type FraudMetric = 'attempts' | 'declines';
+export type FraudDimension = 'card_fingerprint' | 'bin' | 'email' | 'ip_address' | 'order';
+
+export interface FraudRulesTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  name: string;
+  metric: FraudMetric;
+  dimension: FraudDimension;
+  bin_length: number | null;
+  threshold: number;
+  window_seconds: number;
+  is_enabled: Defaulted<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface FraudRuleKeysTable {
+  rule_id: string;
+  key_hash: string;
+  team_id: string;
+  checked_at: Timestamp;
+}
+
+export interface FraudEventsTable {
+  id: Generated<number>;
+  team_id: string;
+  rule_id: string;
+  key_hash: string;
+  order_id: string;
+  kind: 'attempt' | 'hold' | 'decline';
+  created_at: Timestamp;
+}

@@ -132,6 +132,7 @@ export class CardFirstPayment {
 
   /** The payment's outcome on the order, in the transaction that recorded it. */
   async settle(trx: Tx, current: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[], done: Extract<FirstStep, { kind: 'done' }>): Promise<PaymentResult> {
+    await this.d.payments.first.settleVelocity(trx, current.team_id, current.id, done);
     const next = orderAfter(done.outcome);
     if (!next) {
       await this.d.recordEvents(trx, current.team_id, current.id, [{ type: 'payment.unknown', data: { transactions: done.transactions.map((t) => t.id) } }]);

@@ -35,6 +35,7 @@ export class PayUseCase extends UseCase {
         phone: body.phone ?? null,
         shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
         billing_address: body.billing ? JSON.stringify(body.billing) : null,
+        ip_address: body.customer.ip_address ?? null,
         is_throttle: body.is_throttle === true,
         coupon_id: coupon?.id ?? null,
         ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
@@ -79,6 +80,7 @@ export class PayUseCase extends UseCase {
       card: cardOf(payment)!,
       route,
       payer: { email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+      ipAddress: order.ip_address,
       billing: order.billing_address,
       redirect: { returnUrl: payment.return_url, cancelUrl: payment.cancel_url, riskSessionId: payment.risk_session_id },
     };

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { Address, Currency, Id } from '../../app/schemas.ts';
 import { luhnValid } from '../../app/luhn.ts';
@@ -51,11 +52,20 @@ export const PaymentInput = z
   .meta({ id: 'Payment' });
 export type PaymentInput = z.infer<typeof PaymentInput>;
 
+/** IPv4 or IPv6; an IPv4-mapped IPv6 address is read as the IPv4 one, so both count as one shopper. */
+const IpAddress = z
+  .union([z.ipv4(), z.ipv6()], { error: 'must be an IPv4 or IPv6 address' })
+  .transform((v) => ipaddr.process(v).toString());
+
 export const CustomerInput = z
   .object({
     email: z.email({ error: 'must be a valid email address' }).max(254),
     first_name: z.string().trim().min(1).max(100).optional(),
     last_name: z.string().trim().min(1).max(100).optional(),
+    ip_address: IpAddress.optional().describe(
+      "The shopper's IP address, sent by the merchant's server (which stands between the shopper and this API and sees the shopper's connection). " +
+        'Kept on the order; fraud velocity rules on `ip_address` count by it. The latest one sent for an order wins.',
+    ),
   })
   .strict()
   .meta({ id: 'CustomerInput' });

@@ -176,7 +176,7 @@ export class OrdersService {
     teamId: string,
     order: Row<'orders'>,
     body: {
-      customer?: { email?: string | undefined; first_name?: string | undefined; last_name?: string | undefined } | undefined;
+      customer?: { email?: string | undefined; first_name?: string | undefined; last_name?: string | undefined; ip_address?: string | undefined } | undefined;
       phone?: string | undefined;
       shipping_address?: Address | undefined;
       billing?: Address | undefined;
@@ -200,6 +200,10 @@ export class OrdersService {
         await this.customers.update(trx, teamId, current!.id, names);
         changed.push(...Object.keys(names).map((k) => `customer.${k}`));
       }
+    }
+    if (body.customer?.ip_address !== undefined && body.customer.ip_address !== order.ip_address) {
+      patch.ip_address = body.customer.ip_address;
+      changed.push('customer.ip_address');
     }
     if (body.phone !== undefined && body.phone !== order.phone) {
       patch.phone = body.phone;
@@ -272,6 +276,7 @@ export class OrdersService {
         currency: campaign.currency,
         phone: body.phone ?? null,
         shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
+        ip_address: body.customer?.ip_address ?? null,
         is_throttle: body.is_throttle === true,
         coupon_id: coupon?.id ?? null,
         ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),

@@ -39,6 +39,8 @@ export interface FirstChargeRequest {
   card: CardInput;
   route: RouteRequest;
   payer: Payer;
+  /** The shopper's IP as the merchant's server sent it (customer.ip_address), for the velocity rules. */
+  ipAddress: string | null;
   billing: Address | null;
   /** For a 3-D Secure gateway: where the customer returns, and the risk SDK's session. */
   redirect: { returnUrl?: string | undefined; cancelUrl?: string | undefined; riskSessionId?: string | undefined };

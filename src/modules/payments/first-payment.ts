@@ -2,6 +2,7 @@ import { newId } from '../../app/ids.ts';
 import type { Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome, ChargeRequest } from '../../providers/provider.ts';
+import { type FraudService, velocityBlockText } from '../fraud/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
 import { type CardSummary, summarizeCard } from '../../providers/card.ts';
@@ -10,8 +11,8 @@ import { attemptRow, type FirstChargeRequest, type PaymentPlan, type RouteReques
 
 /**
  * The first payment of an order in atomic phases. `open` runs in the transaction that claims the
- * order: BIN block and test cards are decided there (no provider call), otherwise the first
- * routable gateway's volume is reserved and an attempt row is committed in flight. After the
+ * order: BIN block, fraud velocity rules and test cards are decided there (no provider call),
+ * otherwise the first routable gateway's volume is reserved and an attempt row is committed in flight. After the
  * provider answered, `record` runs in the transaction that settles the order: it closes the
  * attempt and, on a retryable decline through a router, opens the next one (decline salvage).
  */
@@ -20,11 +21,14 @@ export type FirstStep =
   | { kind: 'done'; outcome: ChargeOutcome; transactions: Row<'transactions'>[]; paymentMethod: Row<'payment_methods'> | null; isTest: boolean };
 
 export const FIRST_PAYMENT = 'first_payment';
+/** The recovery run's code for an attempt its gateway never saw (see checkout/recover.ts). */
+const NOT_RECEIVED = 'not_received';
 
 export class FirstPaymentLedger {
   constructor(
     private readonly gateways: GatewaysService,
     private readonly ledger: LedgerService,
+    private readonly fraud?: FraudService,
   ) {}
 
   /** Routing precedence (spec 2.1): explicit gateway or router, then the campaign's router, then its gateway. */
@@ -50,6 +54,13 @@ export class FirstPaymentLedger {
       const text = `The card's BIN ${card.bin} is blocked by this merchant.`;
       const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, code: 'bin_blocked', text }));
       return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'bin_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
+    }
+    // Velocity rules count every card first payment past the blacklist, listed test cards included.
+    const screened = await this.fraud?.screen(trx, { teamId: req.teamId, orderId: req.orderId, cardNumber: req.card.number, email: req.payer.email, ipAddress: req.ipAddress });
+    if (screened?.kind === 'blocked') {
+      const text = velocityBlockText(screened.rule);
+      const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, code: 'velocity_blocked', text }));
+      return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'velocity_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
     }
     const plan = await this.plan(trx, req.teamId, req.route);
     // A listed test card is approved without reaching any gateway, production ones included.
@@ -165,6 +176,17 @@ export class FirstPaymentLedger {
     if (!t) return null;
     if (status === 'declined') await this.releaseVolume(trx, t);
     return { transaction: t, paymentMethod: method };
+  }
+
+  /**
+   * The payment's outcome is recorded: a gateway's decline turns the velocity holds it took into
+   * declines; any other outcome (approved, redirected, held, or declined before reaching a gateway)
+   * drops them. An unknown outcome keeps them until the recovery run settles the attempt.
+   */
+  async settleVelocity(trx: Tx, teamId: string, orderId: string, done: Extract<FirstStep, { kind: 'done' }>): Promise<void> {
+    if (!this.fraud || done.outcome.kind === 'unknown') return;
+    const gatewayDeclined = done.outcome.kind === 'declined' && done.transactions.some((t) => t.gateway_id !== null && t.status === 'declined' && t.response_code !== NOT_RECEIVED);
+    await this.fraud.settle(trx, teamId, orderId, gatewayDeclined);
   }
 
   /** A declined or abandoned attempt gives back the volume it reserved on its gateway. */

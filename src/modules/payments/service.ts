@@ -14,6 +14,7 @@ import type {
 } from '../../providers/extpay/types.ts';
 import { embedCheckout, renewalPlanFor } from '../../providers/extpay/wire.ts';
 import type { ConnectionsService } from '../connections/service.ts';
+import type { FraudService } from '../fraud/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import type { PaymentInput } from '../orders/schemas.ts';
 import type { CardInput, CardSummary } from '../../providers/card.ts';
@@ -70,8 +71,10 @@ export class PaymentsService {
     private readonly connections: ConnectionsService,
     /** Its own API, for what only it does: checkouts, receipts, memberships, disputes. */
     private readonly extpay: ExtpayProviderAdapter,
+    /** The team's fraud velocity rules, screened when a card first payment opens. */
+    fraud?: FraudService,
   ) {
-    this.first = new FirstPaymentLedger(gateways, ledger);
+    this.first = new FirstPaymentLedger(gateways, ledger, fraud);
   }
 
   /** The first payment's phases (routing, salvage, attempts). */
