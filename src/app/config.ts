@@ -13,6 +13,10 @@ export interface Config {
   idempotencyTtlHours: number;
   publicBaseUrl: string | undefined;
   dbPoolMax: number;
+  /** A new database connection that is not up within this long fails (and the request answers 503). */
+  dbConnectTimeoutMs: number;
+  /** How long `serve`, `worker` and the CLI wait at start for a database that is not reachable yet. */
+  dbStartupWaitMs: number;
   /** Lets webhook endpoints target loopback, private, link-local and other non-public addresses (development, tests). */
   webhookAllowPrivateTargets: boolean;
   /** Per attempt: connect, send, and read the start of the answer. */
@@ -69,6 +73,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: intFrom(env.IDEMPOTENCY_TTL_HOURS, 24, 'IDEMPOTENCY_TTL_HOURS'),
     publicBaseUrl: env.PUBLIC_BASE_URL || undefined,
     dbPoolMax: intFrom(env.DATABASE_POOL_MAX, 10, 'DATABASE_POOL_MAX'),
+    dbConnectTimeoutMs: intFrom(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
+    dbStartupWaitMs: intFrom(env.DATABASE_STARTUP_WAIT_MS, 30_000, 'DATABASE_STARTUP_WAIT_MS'),
     webhookAllowPrivateTargets: boolFrom(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'),
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 10_000, 'WEBHOOK_TIMEOUT_MS'),
     webhookRetryScheduleMs: msListFrom(env.WEBHOOK_RETRY_SCHEDULE_MS, DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS, 'WEBHOOK_RETRY_SCHEDULE_MS'),

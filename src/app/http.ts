@@ -14,7 +14,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the bearer-token hook on every /checkout and /v1 route. */
     team: AuthenticatedTeam | null;
-    idempotency: { teamId: string; key: string; replayed: boolean } | null;
+    idempotency: { teamId: string; key: string; replayed: boolean; claimedAt?: Date } | null;
   }
 }
 

@@ -33,6 +33,26 @@ export function registerMetrics(app: FastifyInstance, store: Store): client.Regi
     },
   });
 
+  const health = store.health;
+  new client.Gauge({
+    name: 'checkstand_db_up',
+    help: '1 while the database answers, 0 from a connection error until a statement succeeds again',
+    registers: [registry],
+    collect() {
+      this.set(health.up ? 1 : 0);
+    },
+  });
+  let countedErrors = 0;
+  new client.Counter({
+    name: 'checkstand_db_connection_errors_total',
+    help: 'Database statements and connections that failed because the database was unreachable, restarting or out of connection slots',
+    registers: [registry],
+    collect() {
+      this.inc(health.connectionErrors - countedErrors);
+      countedErrors = health.connectionErrors;
+    },
+  });
+
   app.addHook('onResponse', async (req, reply) => {
     // The route template, never the raw URL: ids in paths would explode the label set.
     const route = req.routeOptions.url ?? 'unmatched';

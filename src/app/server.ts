@@ -11,6 +11,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import { isDatabaseUnavailable } from '../db/faults.ts';
 import { pendingMigrations } from '../db/migrate.ts';
 import { registerCatalogRoutes } from '../modules/catalog/routes.ts';
 import { registerOrderRoutes } from '../modules/orders/routes.ts';
@@ -34,6 +35,8 @@ import { registerMetrics } from './metrics.ts';
 import { API_DESCRIPTION } from './openapi.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** A restart or failover usually takes a few seconds. */
+const DATABASE_RETRY_AFTER_S = 2;
 
 function fieldErrorsOf(err: FastifyError & { validationContext?: string }): FieldError[] {
   if (!hasZodFastifySchemaValidationErrors(err)) return [{ path: err.validationContext ?? 'body', message: err.message }];
@@ -94,6 +97,11 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         return sendError(reply, new ApiError('malformed_json'));
     }
     if (err instanceof SyntaxError && err.statusCode === 400) return sendError(reply, new ApiError('malformed_json'));
+    if (isDatabaseUnavailable(err)) {
+      // The statement that failed was rolled back with its connection; the client retries with the same key.
+      req.log.warn({ err: { message: err.message, code: err.code } }, 'request failed: database unavailable');
+      return sendError(reply.header('retry-after', String(DATABASE_RETRY_AFTER_S)), new ApiError('database_unavailable'));
+    }
     if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send(errorBody('validation_failed', 'The request could not be processed.'));
     }
@@ -134,7 +142,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
       if (pending.length > 0) return reply.code(503).send({ status: 'migrations_pending', pending });
       return { status: 'ready', database: ctx.store.kind };
     } catch {
-      return reply.code(503).send({ status: 'database_unreachable' });
+      return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_S)).send({ status: 'database_unreachable' });
     }
   });
 
@@ -166,13 +174,13 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         req.idempotency = { teamId, key, replayed: true };
         return reply.code(outcome.status).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(outcome.body);
       }
-      req.idempotency = { teamId, key, replayed: false };
+      req.idempotency = { teamId, key, replayed: false, claimedAt: outcome.claimedAt };
     });
 
     api.addHook('onSend', async (req, reply, payload) => {
       const idem = req.idempotency;
       if (!idem || idem.replayed) return payload;
-      await ctx.services.idempotency.finish(idem.teamId, idem.key, reply.statusCode, typeof payload === 'string' ? payload : String(payload ?? ''));
+      await ctx.services.idempotency.finish(idem.teamId, idem.key, reply.statusCode, typeof payload === 'string' ? payload : String(payload ?? ''), idem.claimedAt);
       return payload;
     });
 

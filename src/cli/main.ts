@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { loadConfig } from '../app/config.ts';
+import type { Logger } from 'pino';
 import { DataDirLockedError } from '../db/database.ts';
+import { isDatabaseUnavailable } from '../db/faults.ts';
 import { type Runtime, openRuntime } from '../app/runtime.ts';
 import { type DemoSeed, seedDemo } from '../app/seed.ts';
 import { buildServer } from '../app/server.ts';
@@ -58,9 +60,26 @@ export function quickstart(baseUrl: string, seed: DemoSeed): string {
   ].join('\n');
 }
 
+/**
+ * A long-running process outlives database outages: a connection error that escaped every caller
+ * (a promise nobody awaited) is logged, not fatal. Anything else still ends the process, as
+ * Node does by default, so a real bug is not left running in an unknown state.
+ */
+function surviveDatabaseOutages(log: Logger): void {
+  process.on('unhandledRejection', (err) => {
+    if (isDatabaseUnavailable(err)) {
+      log.warn({ err: { message: (err as Error).message } }, 'background database call failed: database unavailable');
+      return;
+    }
+    log.fatal({ err }, 'unhandled promise rejection');
+    process.exit(1);
+  });
+}
+
 async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandbox: boolean }) {
   const rt = await openRuntime();
   const { config, ctx, log } = rt;
+  surviveDatabaseOutages(log);
   const sandbox = opts.sandbox ? await startSandbox(sandboxOptionsFromEnv()) : undefined;
   if (sandbox) log.info({ url: sandbox.url }, 'provider sandbox serving (NMI-compatible card gateway)');
   let seed: DemoSeed | undefined;
@@ -132,6 +151,7 @@ export function buildCli(): Command {
     .description('Run the background worker: scheduled housekeeping (any number of copies may run)')
     .action(async () => {
       const rt = await openRuntime();
+      surviveDatabaseOutages(rt.log);
       const w = startWorker(rt.ctx, rt.log);
       const stop = async () => {
         await w.stop();

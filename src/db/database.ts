@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
-import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
+import { DatabaseHealth } from './faults.ts';
 import type { DB } from './schema.ts';
 
 // int8 (bigint) columns hold money in minor units and serial ids; all stay far below 2^53.
@@ -36,22 +37,45 @@ const txScope = new AsyncLocalStorage<true>();
  * root handle there waits for a second connection — a deadlock on PGlite's pool of one.
  */
 export class Store {
+  /** Up or down as this process last saw it; see DatabaseHealth. */
+  readonly health: DatabaseHealth;
+
   constructor(
     private readonly root: Kysely<DB>,
     readonly pool: pg.Pool,
     readonly kind: DatabaseKind,
     private readonly closeHook: () => Promise<void>,
-  ) {}
+  ) {
+    this.health = new DatabaseHealth(async () => {
+      await sql`select 1`.execute(this.root);
+    });
+  }
 
+  /**
+   * A lost connection rejects the callback's statement and the transaction is rolled back by the
+   * server (nothing of it committed); the error reaches the caller, which answers
+   * `503 database_unavailable` for a request or retries a job later.
+   */
   async transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T> {
     if (txScope.getStore()) throw new Error('nested Store.transaction(): pass the open transaction instead');
-    return txScope.run(true, () => this.root.transaction().execute(fn));
+    return this.watched(() => txScope.run(true, () => this.root.transaction().execute(fn)));
   }
 
   /** Statements outside any transaction (single reads, single writes). */
   async run<T>(fn: (db: Executor) => Promise<T>): Promise<T> {
     if (txScope.getStore()) throw new Error('Store.run() inside a transaction: use the transaction handle');
-    return fn(this.root);
+    return this.watched(() => fn(this.root));
+  }
+
+  private async watched<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      const result = await fn();
+      this.health.ok();
+      return result;
+    } catch (err) {
+      this.health.observe(err);
+      throw err;
+    }
   }
 
   /** For the migrator and health checks only. */
@@ -60,6 +84,7 @@ export class Store {
   }
 
   async close(): Promise<void> {
+    this.health.close();
     await this.root.destroy();
     await this.closeHook();
   }
@@ -71,18 +96,30 @@ export interface OpenOptions {
   poolMax?: number;
   /** An already-open PGlite (tests load a migrated snapshot into memory). */
   pglite?: PGlite;
-  /** Told about errors on idle pooled connections (logged by the runtime). */
-  onPoolError?: (err: Error) => void;
+  /** Gives up connecting after this long (a failover that drops packets instead of refusing). */
+  connectTimeoutMs?: number;
 }
 
 export async function openStore(opts: OpenOptions): Promise<Store> {
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolMax ?? 10 });
-    // An idle connection the server ends (restart, failover, pg_terminate_backend) is dropped from
-    // the pool and replaced on next use; without a listener it would crash the process.
-    pool.on('error', (err) => opts.onPoolError?.(err));
+    const pool = new pg.Pool({
+      connectionString: opts.databaseUrl,
+      max: opts.poolMax ?? 10,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+      // TCP keepalive: a connection to a server that vanished without a word is found dead.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    return new Store(db, pool, 'postgres', async () => {});
+    const store = new Store(db, pool, 'postgres', async () => {});
+    // The server ending a connection (restart, failover, pg_terminate_backend) emits `error` on its
+    // client. pg-pool listens only while the client is idle; a client checked out for a request or
+    // a transaction has no listener, and an unhandled `error` event ends the process. Every client
+    // gets a listener for its whole life: the statement it was running fails on its own, pg-pool
+    // drops the dead client on release (it is no longer queryable) and connects a new one on demand.
+    pool.on('connect', (client) => client.on('error', (err) => store.health.observe(err)));
+    pool.on('error', (err) => store.health.observe(err));
+    return store;
   }
 
   let release: (() => Promise<void>) | undefined;

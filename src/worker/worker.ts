@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AppContext } from '../app/context.ts';
+import { isDatabaseUnavailable } from '../db/faults.ts';
 import { ATTEMPT_GRACE_MS } from '../modules/checkout/recover.ts';
 
 export interface Schedule {
@@ -69,7 +70,11 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
     const p = s
       .run(ctx)
       .then((result) => log.info({ schedule: s.name, ...result }, 'schedule ran'))
-      .catch((err) => log.error({ err, schedule: s.name }, 'schedule failed'))
+      .catch((err) =>
+        isDatabaseUnavailable(err)
+          ? log.warn({ schedule: s.name }, 'schedule skipped: database unavailable (it runs again at its next interval)')
+          : log.error({ err, schedule: s.name }, 'schedule failed'),
+      )
       .finally(() => running.delete(p));
     running.add(p);
   };
@@ -97,7 +102,10 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
           if (n === 0) await idle(pollMs);
         } catch (err) {
           if (stopped) break;
-          log.error({ err, drainer: d.name }, 'drain failed');
+          // While the database is away every drain fails the same way: the runtime logs the outage
+          // once (and its end); each drainer waits and tries again, so it resumes on its own.
+          if (isDatabaseUnavailable(err)) log.debug({ drainer: d.name }, 'drain waiting for the database');
+          else log.error({ err, drainer: d.name }, 'drain failed');
           await idle(1000);
         }
       }

@@ -31,6 +31,8 @@ export interface TrafficOptions {
   requestTimeoutMs: number;
   /** Share of completed orders that get refunds. */
   refundShare: number;
+  /** Told about every answer (or network failure), as it arrives. */
+  onAnswer?: (path: string, body: unknown, answer: Answer) => void;
 }
 
 type Step = 'lead' | 'pay' | 'upsell' | 'complete' | 'refund';
@@ -58,7 +60,7 @@ export interface TrafficStats {
   unexpectedSamples: string[];
 }
 
-interface Answer {
+export interface Answer {
   status: number | string;
   body: any;
   replayed: boolean;
@@ -125,10 +127,14 @@ export class Customers {
       }
       const replayed = res.headers.get('idempotent-replayed') === 'true';
       if (replayed) this.stats.replays++;
-      return { status: res.status, body: parsed, replayed };
+      const answer = { status: res.status, body: parsed, replayed };
+      this.o.onAnswer?.(path, body, answer);
+      return answer;
     } catch (err) {
       const e = err as { name?: string; cause?: { code?: string } };
-      return { status: `network:${e.cause?.code ?? e.name ?? 'error'}`, body: undefined, replayed: false };
+      const answer = { status: `network:${e.cause?.code ?? e.name ?? 'error'}`, body: undefined, replayed: false };
+      this.o.onAnswer?.(path, body, answer);
+      return answer;
     }
   }
 

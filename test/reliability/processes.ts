@@ -147,6 +147,11 @@ export class ServeProcess {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** The pid of the current process (a restart gives a new one). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** Recent stderr/stdout of the server, for failure messages. */
   logs(): string {
     return this.tail.text();
@@ -186,5 +191,33 @@ export class ServeProcess {
 
   async kill(): Promise<void> {
     if (this.child) await killHard(this.child);
+  }
+}
+
+/** A long-running `checkstand <command>` (the worker): started once, its pid and log tail kept. */
+export class BackgroundProcess {
+  readonly child: ChildProcess;
+  private readonly tail = new Tail(80);
+
+  constructor(args: string[], env: NodeJS.ProcessEnv) {
+    this.child = track(spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    this.child.stdout!.on('data', (d: Buffer) => this.tail.push(d));
+    this.child.stderr!.on('data', (d: Buffer) => this.tail.push(d));
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  logs(): string {
+    return this.tail.text();
+  }
+
+  kill(): Promise<void> {
+    return killHard(this.child);
   }
 }

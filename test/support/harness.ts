@@ -85,7 +85,7 @@ async function openTestStore(): Promise<{ store: Store; drop: () => Promise<void
     await admin.query(`CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`);
     await admin.end();
     // DROP DATABASE … WITH (FORCE) at the end ends pooled connections: expected, not a failure.
-    const store = await openStore({ databaseUrl: withDatabase(url, name), dataDir: '.vitest-tmp', poolMax: 10, onPoolError: () => {} });
+    const store = await openStore({ databaseUrl: withDatabase(url, name), dataDir: '.vitest-tmp', poolMax: 10 });
     return {
       store,
       drop: async () => {

@@ -16,13 +16,11 @@ export async function findKey(db: Executor, teamId: string, key: string): Promis
   return db.selectFrom('idempotency_keys').selectAll().where('team_id', '=', teamId).where('key', '=', key).executeTakeFirst();
 }
 
-export async function completeKey(db: Executor, teamId: string, key: string, status: number, body: string): Promise<void> {
-  await db
-    .updateTable('idempotency_keys')
-    .set({ state: 'done', response_status: status, response_body: body })
-    .where('team_id', '=', teamId)
-    .where('key', '=', key)
-    .execute();
+/** Stores the response; with `createdAt`, only on the claim made then (not on a later claimant's). */
+export async function completeKey(db: Executor, teamId: string, key: string, status: number, body: string, createdAt?: Date): Promise<void> {
+  let q = db.updateTable('idempotency_keys').set({ state: 'done', response_status: status, response_body: body }).where('team_id', '=', teamId).where('key', '=', key);
+  if (createdAt) q = q.where('created_at', '=', createdAt);
+  await q.execute();
 }
 
 /** Deletes the key if it is still the row we saw (same creation time), so a racing claimant is not disturbed. */
