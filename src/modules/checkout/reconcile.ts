@@ -7,8 +7,10 @@ import { ATTEMPT_GRACE_MS, recoverUnknownAttempts, type RecoveryTally } from './
 /** The stuck-payment watchdog and the recovery of attempts whose answer nobody recorded. */
 export class ReconcileUseCase extends UseCase {
   /** Attempts whose provider answer was never recorded, older than `graceMs`: see recover.ts. */
-  recoverUnknownAttempts(graceMs: number = ATTEMPT_GRACE_MS, log?: Logger): Promise<RecoveryTally> {
-    return recoverUnknownAttempts({ store: this.store, payments: this.payments, ledger: this.ledger, uc: this.uc }, graceMs, log);
+  async recoverUnknownAttempts(graceMs: number = ATTEMPT_GRACE_MS, log?: Logger): Promise<RecoveryTally & { released_claims: number }> {
+    const tally = await recoverUnknownAttempts({ store: this.store, payments: this.payments, ledger: this.ledger, uc: this.uc }, graceMs, log);
+    const released = await this.store.run((db) => this.orders.rows.releaseOrphanUpsellClaims(db, new Date(Date.now() - graceMs)));
+    return { ...tally, released_claims: released };
   }
 
   /** The recovery run found what the gateway did with a first-payment attempt whose answer was lost. */

@@ -59,14 +59,24 @@ export class UpsellUseCase extends UseCase {
         payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
       });
       await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: opened.kind === 'call' ? opened.attempt.id : opened.transaction.id });
-      const next: UpsellPhase =
-        opened.kind === 'done' ? opened : { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) };
+      if (opened.kind === 'done') {
+        // Decided without a provider call (a test card, nothing to charge, no gateway): the claim
+        // settles in this same transaction, so no failure between two commits can leave it in flight.
+        const o = opened.outcome;
+        const result = o.kind === 'approved' ? ({ approved: true } as const) : { approved: false as const, reason: o.kind === 'declined' ? o.text : 'declined' };
+        return { answered: await this.applyUpsellOutcome(trx, teamId, order, line, opened.transaction, result, claimId) };
+      }
+      const next: UpsellPhase = { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) };
       return { order, method, line, claimId, step: next };
     });
     if ('replay' in claim) {
       const r = claim.replay!;
       if (r.status === 'in_flight') throw new ApiError('payment_in_progress', 'This upsell is already being charged.');
       return { httpStatus: r.response_status!, body: r.response_body! };
+    }
+    if ('answered' in claim) {
+      this.events.nudge();
+      return claim.answered!;
     }
 
     const { order, method, line, claimId } = claim;
@@ -128,7 +138,9 @@ export class UpsellUseCase extends UseCase {
     }
     const attempt = await this.store.transaction(async (trx) => {
       const t = await this.ledger.external.beginExternalUpsell(trx, { teamId, orderId: order.id, amount: line.line_total + line.shipping, currency: order.currency, method, upsellId: line.upsell_id! });
-      await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id });
+      if (!(await this.orders.rows.finishOrderUpsell(trx, teamId, claimId, { transaction_id: t.id }))) {
+        throw new ApiError('payment_in_progress', 'This upsell claim was released while the provider was asked; send the upsell again.');
+      }
       return t;
     });
     const request: ChargeRequest = {

@@ -142,17 +142,34 @@ export async function moveOrderUpsell(
   return r !== undefined;
 }
 
-export async function finishOrderUpsell(db: Executor, teamId: string, id: string, patch: RowPatch<'order_upsells'>): Promise<void> {
-  await db
+/** False when the claim is gone (released as an orphan): the caller must not charge for it. */
+export async function finishOrderUpsell(db: Executor, teamId: string, id: string, patch: RowPatch<'order_upsells'>): Promise<boolean> {
+  const r = await db
     .updateTable('order_upsells')
     .set({ ...patch, updated_at: new Date() })
     .where('team_id', '=', teamId)
     .where('id', '=', id)
-    .execute();
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
 }
 
 export async function deleteOrderUpsell(db: Executor, teamId: string, id: string): Promise<void> {
   await db.deleteFrom('order_upsells').where('team_id', '=', teamId).where('id', '=', id).execute();
+}
+
+/**
+ * Upsell claims taken before any attempt was written (the external provider's upsell asks the
+ * provider which method to charge first) whose request then died: no money moved for them, so
+ * they are released and the upsell can be tried again.
+ */
+export async function releaseOrphanUpsellClaims(db: Executor, olderThan: Date): Promise<number> {
+  const r = await db
+    .deleteFrom('order_upsells')
+    .where('status', '=', 'in_flight')
+    .where('transaction_id', 'is', null)
+    .where('created_at', '<', olderThan)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
 }
 
 export async function findOrderUpsellByTransaction(db: Executor, teamId: string, transactionId: string): Promise<Row<'order_upsells'> | undefined> {

@@ -44,6 +44,7 @@ const ORDER_ROWS = {
   finishOrderUpsell: repo.finishOrderUpsell,
   deleteOrderUpsell: repo.deleteOrderUpsell,
   findOrderUpsellByTransaction: repo.findOrderUpsellByTransaction,
+  releaseOrphanUpsellClaims: repo.releaseOrphanUpsellClaims,
 } as const;
 
 export class OrdersService {
