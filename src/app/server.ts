@@ -19,6 +19,7 @@ import { registerConnectionRoutes } from '../modules/connections/routes.ts';
 import { registerCustomerRoutes } from '../modules/customers/routes.ts';
 import { registerEventRoutes } from '../modules/events/routes.ts';
 import { registerFulfillmentRoutes } from '../modules/fulfillments/routes.ts';
+import { registerFraudRoutes } from '../modules/fraud/routes.ts';
 import { registerGatewayRoutes } from '../modules/gateways/routes.ts';
 import { registerMailRoutes } from '../modules/mail/routes.ts';
 import { registerPaymentRoutes } from '../modules/ledger/routes.ts';
@@ -122,7 +123,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         { name: 'checkout', description: 'The funnel: leads, orders, payments' },
         { name: 'catalog', description: 'Campaigns, products, offers, upsells, coupons' },
         { name: 'records', description: 'Orders, customers, transactions, fulfillments, subscriptions' },
-        { name: 'payments-config', description: 'Gateways, payment orchestrators, BIN blacklist, test cards' },
+        { name: 'payments-config', description: 'Gateways, payment orchestrators, BIN blacklist, fraud velocity rules, test cards' },
         { name: 'webhooks', description: 'Events, webhook endpoints and their deliveries, autoresponder mail' },
         { name: 'operations', description: 'Health, readiness, metrics' },
       ],
@@ -193,6 +194,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerEventRoutes(api, ctx);
     registerConnectionRoutes(api, ctx);
     registerGatewayRoutes(api, ctx);
+    registerFraudRoutes(api, ctx);
     registerWebhookRoutes(api, ctx);
     registerMailRoutes(api, ctx);
   });
