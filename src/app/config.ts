@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { type OverloadSettings, type RateLimitSettings, type TrustProxy, overloadFrom, rateLimitsFrom, trustProxyFrom } from './limits/settings.ts';
 
 export interface Config {
   /** postgres://… when set; otherwise the embedded PGlite database under dataDir. */
@@ -30,6 +31,12 @@ export interface Config {
   mailFrom: string;
   /** Delay before each retry of an unsent autoresponder mail; attempts = entries + 1. */
   mailRetryScheduleMs: number[];
+  /** Which proxies in front may name the client address (X-Forwarded-For): per-address budgets use it. */
+  trustProxy: TrustProxy;
+  /** Request budgets per API token and per client address (README: Rate limits and load shedding). */
+  rateLimits: RateLimitSettings;
+  /** When to answer 503 at once instead of queueing. */
+  overload: OverloadSettings;
 }
 
 function intFrom(value: string | undefined, fallback: number, name: string): number {
@@ -82,5 +89,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Checkstand <no-reply@checkstand.local>',
     mailRetryScheduleMs: msListFrom(env.MAIL_RETRY_SCHEDULE_MS, DEFAULT_MAIL_RETRY_SCHEDULE_MS, 'MAIL_RETRY_SCHEDULE_MS'),
+    trustProxy: trustProxyFrom(env.TRUST_PROXY),
+    rateLimits: rateLimitsFrom(env),
+    overload: overloadFrom(env),
   };
 }

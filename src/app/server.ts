@@ -32,6 +32,7 @@ import { ApiError, type FieldError } from './errors.ts';
 import { frameworkErrors, refuseUndeclaredBodies, registerInputGuards } from './input-guard.ts';
 import type { Http } from './http.ts';
 import { MAX_KEY_LENGTH } from '../modules/idempotency/service.ts';
+import { registerLimits } from './limits/index.ts';
 import { registerMetrics } from './metrics.ts';
 import { API_DESCRIPTION } from './openapi.ts';
 
@@ -67,6 +68,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     },
     return503OnClosing: true,
     frameworkErrors,
+    trustProxy: ctx.config.trustProxy,
   }).withTypeProvider<ZodTypeProvider>();
 
   // JSON only: Fastify's default text/plain parser would let a string body reach validation.
@@ -134,7 +136,8 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  registerMetrics(app, ctx.store);
+  const metrics = registerMetrics(app, ctx.store);
+  await registerLimits(app, ctx, metrics);
 
   app.get('/healthz', { schema: { tags: ['operations'], security: [] } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { tags: ['operations'], security: [] } }, async (_req, reply) => {

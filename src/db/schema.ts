@@ -584,3 +584,14 @@ export interface FraudEventsTable {
   kind: 'attempt' | 'hold' | 'decline';
   created_at: Timestamp;
 }
+
+/** Request budgets shared through the database (src/app/limits/pg-store.ts); merged into DB here, appended. */
+export interface DB {
+  rate_limits: RateLimitsTable;
+}
+
+export interface RateLimitsTable {
+  key: string;
+  count: number;
+  expires_at: Date;
+}

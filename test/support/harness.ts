@@ -102,10 +102,25 @@ async function openTestStore(): Promise<{ store: Store; drop: () => Promise<void
   return { store, drop: async () => pglite.close() };
 }
 
+/**
+ * Budgets and an in-flight cap no test reaches unless it passes its own (test/rate-limits.test.ts,
+ * test/load-shedding.test.ts); no event-loop shedding, which a busy test machine would trip.
+ */
+const UNREACHED_LIMITS = {
+  RATE_LIMIT_TOKEN_READS: '1000000/1m',
+  RATE_LIMIT_TOKEN_WRITES: '1000000/1m',
+  RATE_LIMIT_IP_READS: '1000000/1m',
+  RATE_LIMIT_IP_WRITES: '1000000/1m',
+  RATE_LIMIT_FAILED_AUTH: '1000000/1m',
+  RATE_LIMIT_WEBHOOKS: '1000000/1m',
+  OVERLOAD_MAX_IN_FLIGHT: '100000',
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+};
+
 /** Boots the real server on a fresh copy of the migrated database, listening on a loopback port. */
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const { store, drop } = await openTestStore();
-  const config = { ...loadConfig({ ...env }), port: 0 };
+  const config = { ...loadConfig({ ...UNREACHED_LIMITS, ...env }), port: 0 };
   const secrets = new Secrets(Buffer.alloc(32, 7));
   const ctx = createContext(config, store, secrets);
   const logs: string[] = [];
