@@ -1,7 +1,25 @@
 import pino, { type LoggerOptions } from 'pino';
+import { luhnValid } from './luhn.ts';
 
-/** Card fields and credentials never reach a log line, wherever they are nested. */
-export const REDACT_KEYS = ['card_number', 'card_cvv', 'card_exp', 'ccnumber', 'cvv', 'ccexp', 'security_key', 'api_key', 'webhook_secret', 'password', 'token'];
+/** Card fields and credentials never reach a log line, wherever they are nested, as object keys or query parameters. */
+export const REDACT_KEYS = [
+  'card_number',
+  'card_cvv',
+  'card_exp',
+  'ccnumber',
+  'cvv',
+  'cvv2',
+  'cvc',
+  'cvc2',
+  'security_code',
+  'card_security_code',
+  'ccexp',
+  'security_key',
+  'api_key',
+  'webhook_secret',
+  'password',
+  'token',
+];
 
 const redactPaths = [
   'req.headers.authorization',
@@ -10,24 +28,94 @@ const redactPaths = [
   ...REDACT_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`, `*.*.*.*.${k}`]),
 ];
 
-// Any run of 13–19 digits (optionally spaced or dashed) is treated as a card number; digits after a
-// decimal point (a latency like 10.1234567890123) are not.
-const PAN_PATTERN = /(?<![\d.])(?:\d[ -]?){12,18}\d(?!\d)/g;
+const KEYS = REDACT_KEYS.join('|');
 
-/** Masks anything that looks like a primary account number, keeping none of its digits. */
+/**
+ * `cvv=987`, `payment[card_cvv]=987`, `payment.cvv=987`, and the same inside a URL-encoded URL
+ * (`%3Fcvv%3D987`): the value is masked up to the next parameter, fragment, quote or space.
+ */
+const QUERY_SECRET = new RegExp(
+  String.raw`((?:(?<![\w%-])|(?<=%3[fF]|%26))(?:[\w-]+(?:\]|%5[dD])?(?:\[|%5[bB]|\.))*(?:${KEYS})(?:\]|%5[dD])?(?:=|%3[dD]))(?!\[REDACTED)(?:[^&#\s"'\\%]|%(?!26)[0-9A-Fa-f]{2})+`,
+  'gi',
+);
+
+/**
+ * `"card_cvv":"987"` in JSON text a log line carries as a string (escaped quotes or not), and keys
+ * nested deeper than the redact paths reach: pino's redaction only sees the object's own keys.
+ */
+const JSON_SECRET = new RegExp(String.raw`(?<key>(?<![\w-])(?:${KEYS})(?<esc>\\?)"\s*:\s*)(?<open>\\?")?(?!\[REDACTED)[^"\\,{}[\]\s]+`, 'gi');
+
+/** The masked value stays a string of the JSON around it: quoted as its key is. */
+function maskJsonValue(...args: unknown[]): string {
+  const { key, esc, open } = args.at(-1) as { key: string; esc: string; open: string | undefined };
+  return open ? `${key}${open}[REDACTED]` : `${key}${esc}"[REDACTED]${esc}"`;
+}
+
+/** Separators a card number is written or encoded with: space, dash, `+` and their URL escapes. */
+const SEP = String.raw`(?:[ +-]|%20|%2[bBdD])`;
+
+/**
+ * A run of digit groups standing alone: not glued to letters, digits or `_` (hex and prefixed ids,
+ * `ord_…`), not continuing or continued by a dashed identifier (a uuid's groups), not the decimals
+ * of a number. A percent escape (`%20`) or a JSON escape (`\n`) before it counts as a boundary.
+ */
+const DIGIT_RUN = new RegExp(
+  String.raw`(?<=^|\W|\\[nrt]|%[0-9A-Fa-f]{2})(?<!%|%[0-9A-Fa-f]|[A-Za-z0-9_]-|\d\.)\d+(?:${SEP}\d+)*(?!\w|-[A-Za-z0-9]|\.\d)`,
+  'g',
+);
+
+/**
+ * Numbers as cards are issued: 13 to 19 digits passing Luhn, 13 digits only on Visa (4…), a
+ * leading 1 only on 15-digit (UATP) cards, never a leading 0 — so epoch timestamps in ms, µs and
+ * ns (13, 16 and 19 digits starting with 1) are never taken for one.
+ */
+function isCardNumber(digits: string): boolean {
+  if (digits.length < 13 || digits.length > 19 || digits[0] === '0') return false;
+  if (digits.length === 13 && digits[0] !== '4') return false;
+  if (digits[0] === '1' && digits.length !== 15) return false;
+  return luhnValid(digits);
+}
+
+/** Within one run, the longest stretch of whole groups from each position that is a card number is masked. */
+function maskRun(run: string): string {
+  const groups = [...run.matchAll(/%[0-9A-Fa-f]{2}|\d+/g)].filter((g) => g[0][0] !== '%').map((g) => ({ at: g.index, text: g[0] }));
+  let out = '';
+  let copied = 0;
+  for (let i = 0; i < groups.length; i++) {
+    let end = -1;
+    let digits = '';
+    for (let j = i; j < groups.length && digits.length <= 19; j++) {
+      digits += groups[j]!.text;
+      if (isCardNumber(digits)) end = j;
+    }
+    if (end < 0) continue;
+    const last = groups[end]!;
+    out += `${run.slice(copied, groups[i]!.at)}[REDACTED-PAN]`;
+    copied = last.at + last.text.length;
+    i = end;
+  }
+  return out + run.slice(copied);
+}
+
+/** Masks card numbers written plain, spaced, dashed or URL-encoded; ids, timestamps and other numbers stay as they are. */
 export function scrubPan(text: string): string {
-  return text.replace(PAN_PATTERN, '[REDACTED-PAN]');
+  return text.replace(DIGIT_RUN, maskRun);
+}
+
+/** Masks card fields and credentials named in query strings or embedded JSON text. */
+export function scrubSecrets(text: string): string {
+  return text.replace(QUERY_SECRET, '$1[REDACTED]').replace(JSON_SECRET, maskJsonValue);
 }
 
 export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
-    // ISO time, not epoch milliseconds: a 13-digit number would look like a card number to the scrubber.
+    // ISO time, not epoch milliseconds, so a log line reads the same everywhere.
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: redactPaths, censor: '[REDACTED]' },
-    // Last line of defence: a PAN inside a free-text field (an error message, a URL) is masked too.
+    // Last line of defence: card data inside a free-text field (an error message, a URL) is masked too.
     hooks: {
-      streamWrite: (line: string) => scrubPan(line),
+      streamWrite: (line: string) => scrubPan(scrubSecrets(line)),
     },
   };
 }
