@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/app/config.ts';
 import { createContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';
+import { budgetFrom } from '../src/app/limits/settings.ts';
 import { sha256Hex } from '../src/app/secrets.ts';
 import { buildServer } from '../src/app/server.ts';
 import { openStore } from '../src/db/database.ts';
@@ -45,6 +46,33 @@ async function limitedCount(app: TestApp, bucket: string): Promise<number> {
 }
 
 const campaign = (name: string) => ({ name, currency: 'USD' });
+
+describe('budget settings', () => {
+  it('read <requests>/<window> or off, and refuse anything else at start', () => {
+    const fallback = { max: 1, windowMs: 1 };
+    expect(budgetFrom('100/1s', fallback, 'X')).toEqual({ max: 100, windowMs: 1_000 });
+    expect(budgetFrom('20/1m', fallback, 'X')).toEqual({ max: 20, windowMs: 60_000 });
+    expect(budgetFrom('5/250ms', fallback, 'X')).toEqual({ max: 5, windowMs: 250 });
+    expect(budgetFrom('1000/h', fallback, 'X')).toEqual({ max: 1000, windowMs: 3_600_000 });
+    expect(budgetFrom(undefined, fallback, 'X')).toBe(fallback);
+    expect(budgetFrom('off', fallback, 'X')).toBeNull();
+    for (const bad of ['100', '100/0s', 'ten/1s', '100/1d', '-1/1s']) expect(() => budgetFrom(bad, fallback, 'X')).toThrow(/X must look like/);
+    expect(() => loadConfig({ RATE_LIMIT_STORE: 'redis' })).toThrow(/RATE_LIMIT_STORE/);
+  });
+
+  it('a budget that is off is never spent', async () => {
+    const app = await startTestApp({ RATE_LIMIT_TOKEN_READS: 'off', RATE_LIMIT_IP_READS: 'off' });
+    try {
+      const { api } = await app.newTeam();
+      const r = await api.get('/v1/orders');
+      expect(r.status).toBe(200);
+      expect(r.headers.get('ratelimit-limit')).toBeNull();
+      expect((await api.post('/v1/campaigns', campaign('off'))).headers.get('ratelimit-limit')).not.toBeNull();
+    } finally {
+      await app.close();
+    }
+  });
+});
 
 describe('per-token budgets', () => {
   let app: TestApp;

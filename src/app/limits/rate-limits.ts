@@ -62,7 +62,8 @@ export async function registerRateLimits(app: FastifyInstance, settings: RateLim
   const shared = settings.store === 'postgres' ? postgresRateLimitStore(store, (err) => app.log.warn({ err }, 'rate_limits purge failed')) : undefined;
   await app.register(rateLimit, { global: false, store: shared, skipOnError: false });
 
-  function bucket(name: BucketName, budget: Budget, keyOf: (req: FastifyRequest) => string | undefined): Bucket {
+  function bucket(name: BucketName, budget: Budget | null, keyOf: (req: FastifyRequest) => string | undefined): Bucket {
+    if (!budget) return { name, spend: async () => undefined };
     const check = app.createRateLimit({
       max: budget.max,
       timeWindow: budget.windowMs,

@@ -1,4 +1,4 @@
-/** A fixed-window budget: at most `max` requests per `windowMs`. */
+/** A fixed-window budget: at most `max` requests per `windowMs`; `null` is no budget at all (`off`). */
 export interface Budget {
   max: number;
   windowMs: number;
@@ -10,16 +10,16 @@ export interface RateLimitSettings {
   /** `memory`: per process. `postgres`: one budget shared by every `serve` process on the database. */
   store: RateLimitStoreKind;
   /** Per API token, GET and HEAD on /checkout and /v1. */
-  tokenReads: Budget;
+  tokenReads: Budget | null;
   /** Per API token, every other method on /checkout and /v1. */
-  tokenWrites: Budget;
+  tokenWrites: Budget | null;
   /** Per client address (IPv6 by /64): reads and writes on everything but the exempt routes and /webhooks. */
-  ipReads: Budget;
-  ipWrites: Budget;
+  ipReads: Budget | null;
+  ipWrites: Budget | null;
   /** Per client address: answers 401 on /checkout and /v1; once spent, every request there is refused until the window ends. */
-  failedAuth: Budget;
+  failedAuth: Budget | null;
   /** Per client address on /webhooks/* (providers retry a refused delivery). */
-  webhooks: Budget;
+  webhooks: Budget | null;
 }
 
 export interface OverloadSettings {
@@ -59,12 +59,13 @@ export const DEFAULT_OVERLOAD: OverloadSettings = {
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
 const BUDGET = /^(\d+)\s*\/\s*(\d*)\s*(ms|s|m|h)$/;
 
-/** `100/1s`, `20/1m`, `5/500ms`, `1000/h` (a missing count means 1). */
-export function budgetFrom(value: string | undefined, fallback: Budget, name: string): Budget {
+/** `100/1s`, `20/1m`, `5/500ms`, `1000/h` (a missing count means 1), or `off`. */
+export function budgetFrom(value: string | undefined, fallback: Budget | null, name: string): Budget | null {
   if (value === undefined || value.trim() === '') return fallback;
+  if (value.trim() === 'off') return null;
   const m = BUDGET.exec(value.trim());
   const windowMs = m ? Number(m[2] || '1') * UNIT_MS[m[3] as keyof typeof UNIT_MS] : 0;
-  if (!m || windowMs <= 0) throw new Error(`${name} must look like 100/1s (requests per window: ms, s, m or h), got "${value}"`);
+  if (!m || windowMs <= 0) throw new Error(`${name} must look like 100/1s (requests per window: ms, s, m or h) or be off, got "${value}"`);
   return { max: Number(m[1]), windowMs };
 }
 
