@@ -20,6 +20,7 @@ export interface TeamsTable {
   id: string;
   name: string;
   created_at: Timestamp;
+  time_zone: Defaulted<string>;
 }
 
 export interface ApiTokensTable {
@@ -162,6 +163,7 @@ export interface OrdersTable {
   completed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   subscription_id: ColumnType<string | null, string | null | undefined, string | null>;
   rebill_of: ColumnType<string | null, string | null | undefined, string | null>;
+  rebill_cycle: ColumnType<number | null, number | null | undefined, number | null>;
   needs_qa: Defaulted<boolean>;
   qa_reason: ColumnType<string | null, string | null | undefined, string | null>;
   ip_address: ColumnType<string | null, string | null | undefined, string | null>;
@@ -270,6 +272,17 @@ export interface SubscriptionsTable {
   connection_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  // Card rebills (migration 0011).
+  payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
+  quantity: Defaulted<number>;
+  cycle: Defaulted<number>;
+  billing_anchor: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  anchor_cycle: Defaulted<number>;
+  retry_count: Defaulted<number>;
+  retry_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  billing_lease_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  end_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface IdempotencyKeysTable {
