@@ -29,11 +29,6 @@ export class OwnedReferences {
     return this.found(await repo.findOffer(this.db, this.teamId, id), path, 'offer');
   }
 
-  /** Failures another module found (a campaign's gateway or payment orchestrator). */
-  add(fields: readonly FieldError[]): void {
-    this.missing.push(...fields);
-  }
-
   /** Throws the 422 when any reference failed. */
   assert(): void {
     if (this.missing.length === 0) return;

@@ -4,7 +4,7 @@ import { iso, type ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { type ListableTable, listPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
-import { type RoutingReferences, unownedRouting } from '../gateways/service.ts';
+import { assertOwnedRouting, type RoutingReferences } from '../gateways/service.ts';
 import { OwnedReferences } from './references.ts';
 import * as repo from './repo.ts';
 import type {
@@ -415,10 +415,8 @@ export class CatalogService {
   // ---- shared
 
   /** A campaign's gateway and payment orchestrator must be the team's: another team's would decline every payment. */
-  private async requireRouting(trx: Tx, teamId: string, input: Parameters<typeof routingOf>[0]): Promise<void> {
-    const refs = new OwnedReferences(trx, teamId);
-    refs.add(await unownedRouting(trx, teamId, routingOf(input)));
-    refs.assert();
+  private requireRouting(trx: Tx, teamId: string, input: Parameters<typeof routingOf>[0]): Promise<void> {
+    return assertOwnedRouting(trx, teamId, routingOf(input));
   }
 
   /** The module's lists: the shared cursor pagination with this module's created-at window. */

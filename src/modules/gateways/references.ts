@@ -18,12 +18,8 @@ function notOwned(path: string, noun: string): FieldError {
   return { path, message: `no ${noun} with this id in your team` };
 }
 
-/**
- * The fields whose gateway or payment orchestrator is not the team's. Run it in the transaction
- * of the write that stores the references (gateways and orchestrators are never deleted, so the
- * answer holds until it commits).
- */
-export async function unownedRouting(db: Executor, teamId: string, refs: RoutingReferences): Promise<FieldError[]> {
+/** The fields whose gateway or payment orchestrator is not the team's. */
+async function unownedRouting(db: Executor, teamId: string, refs: RoutingReferences): Promise<FieldError[]> {
   const check = async (table: 'gateways' | 'payment_routers', noun: string, list: readonly Reference[] = []) => {
     const owned = await repo.ownedIds(db, table, teamId, list.map((r) => r.id));
     return list.filter((r) => !owned.has(r.id)).map((r) => notOwned(r.path, noun));
@@ -31,7 +27,11 @@ export async function unownedRouting(db: Executor, teamId: string, refs: Routing
   return [...(await check('gateways', 'gateway', refs.gateways)), ...(await check('payment_routers', 'payment orchestrator', refs.paymentOrchestrators))];
 }
 
-/** One 422 naming every field whose reference is not the team's. */
+/**
+ * One 422 naming every field whose gateway or payment orchestrator is not the team's. Run it in
+ * the transaction of the write that stores the references (gateways and orchestrators are never
+ * deleted, so the answer holds until it commits).
+ */
 export async function assertOwnedRouting(db: Executor, teamId: string, refs: RoutingReferences): Promise<void> {
   const fields = await unownedRouting(db, teamId, refs);
   if (fields.length > 0) {

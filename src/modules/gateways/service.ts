@@ -29,7 +29,7 @@ export interface GatewayAccount {
 
 export { utcMonth, volumeMonth } from './volume.ts';
 /** For modules whose configuration names a gateway or payment orchestrator: checked in their write's transaction. */
-export { assertOwnedRouting, type Reference, type RoutingReferences, unownedRouting } from './references.ts';
+export { assertOwnedRouting, type Reference, type RoutingReferences } from './references.ts';
 
 /** Enough to recognise which key is stored, never enough to use it. */
 function hintOf(value: string): string {
