@@ -49,7 +49,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
 
 export const DEFAULT_OVERLOAD: OverloadSettings = {
   maxInFlight: 256,
-  maxEventLoopDelayMs: 1_000,
+  maxEventLoopDelayMs: 100,
   maxHeapUsedBytes: 0,
   maxRssBytes: 0,
   sampleIntervalMs: 1_000,
