@@ -11,7 +11,7 @@ let keySeq = 0;
 let panSeq = 0;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, slowMs: 150 });
+  sandbox = await startSandbox({ port: 0, slowMs: 1000 });
   app = await startTestApp();
 });
 afterAll(async () => {
@@ -294,6 +294,23 @@ describe('fraud rules: screening card first payments', () => {
     await expectVelocityBlocked(t, await order(t, pan), short.name, 1);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 2100 - Date.now())));
     expect((await order(t, pan)).status).toBe(200);
+  });
+
+  it('declines: a payment waiting for its gateway counts as a possible decline; a hold no attempt is left behind does not', async () => {
+    const s = await shop();
+    const r = await rule(s, { name: 'One decline per card', metric: 'declines', dimension: 'card_fingerprint', threshold: 1 });
+    const first = order(s, SANDBOX_CARDS.slow);
+    const inFlight = () => app.store.run((db) => db.selectFrom('transactions').select('order_id').where('team_id', '=', s.team.teamId).where('in_flight', '=', true).executeTakeFirst());
+    let waiting = await inFlight();
+    while (!waiting) waiting = await inFlight();
+    await expectVelocityBlocked(s, await order(s, SANDBOX_CARDS.slow), r.name, 0);
+    expect((await first).status).toBe(200);
+    // Approved: its hold is gone, nothing counts against the card.
+    expect((await order(s, SANDBOX_CARDS.slow)).status).toBe(200);
+    // A hold whose payment has no attempt in flight (its settlement never ran) is not counted.
+    const [rule_key] = await app.store.run((db) => db.selectFrom('fraud_rule_keys').select('key_hash').where('rule_id', '=', r.id).execute());
+    await app.store.run((db) => db.insertInto('fraud_events').values({ team_id: s.team.teamId, rule_id: r.id, key_hash: rule_key!.key_hash, order_id: waiting!.order_id, kind: 'hold' }).execute());
+    expect((await order(s, SANDBOX_CARDS.slow)).status).toBe(200);
   });
 
   it('a disabled rule is not applied and counts nothing; enabled again, it counts from then', async () => {

@@ -75,11 +75,14 @@ export async function pruneKey(db: Executor, ruleId: string, keyHash: string, wi
 }
 
 /**
- * What the rule counts for the key right now: attempts within the window; or declines within
- * the window plus every hold (a payment in flight may still decline).
+ * What the rule counts for the key right now: attempts within the window; or declines within the
+ * window plus the holds of payments with an attempt at a gateway in flight, whatever their age (one
+ * may still decline). A hold whose payment has none in flight can no longer become a decline: it
+ * is not counted, so a hold its settlement missed never blocks a key for good.
  */
 export async function countKey(db: Executor, rule: Pick<Row<'fraud_rules'>, 'id' | 'metric' | 'window_seconds'>, keyHash: string): Promise<number> {
-  const inWindow = sql<SqlBool>`created_at > now() - make_interval(secs => ${rule.window_seconds})`;
+  const inWindow = sql<SqlBool>`fraud_events.created_at > now() - make_interval(secs => ${rule.window_seconds})`;
+  const inFlight = sql<SqlBool>`exists (select 1 from transactions t where t.team_id = fraud_events.team_id and t.order_id = fraud_events.order_id and t.step = 'first_payment' and t.in_flight)`;
   const r = await db
     .selectFrom('fraud_events')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -88,7 +91,7 @@ export async function countKey(db: Executor, rule: Pick<Row<'fraud_rules'>, 'id'
     .where((eb) =>
       rule.metric === 'attempts'
         ? eb.and([eb('kind', '=', 'attempt'), inWindow])
-        : eb.or([eb('kind', '=', 'hold'), eb.and([eb('kind', '=', 'decline'), inWindow])]),
+        : eb.or([eb.and([eb('kind', '=', 'hold'), inFlight]), eb.and([eb('kind', '=', 'decline'), inWindow])]),
     )
     .executeTakeFirstOrThrow();
   return Number(r.n);
