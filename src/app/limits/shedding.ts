@@ -43,6 +43,13 @@ export async function registerShedding(app: FastifyInstance, settings: OverloadS
     throw new ApiError('overloaded');
   }
 
+  // The samples that span start-up (migrations, route compilation) measure the start, not load:
+  // event-loop and memory ceilings are judged from the second sample after the server is ready.
+  let judgingFrom = Infinity;
+  app.addHook('onReady', async () => {
+    judgingFrom = Date.now() + 2 * settings.sampleIntervalMs;
+  });
+
   await app.register(underPressure, {
     maxEventLoopDelay: settings.maxEventLoopDelayMs,
     maxHeapUsedBytes: settings.maxHeapUsedBytes,
@@ -50,7 +57,7 @@ export async function registerShedding(app: FastifyInstance, settings: OverloadS
     sampleInterval: settings.sampleIntervalMs,
     retryAfter: settings.retryAfterSeconds,
     pressureHandler: async (req, reply, type) => {
-      if (classify(req.url) !== 'exempt') refuse(reply, REASONS[type] ?? type);
+      if (classify(req.url) !== 'exempt' && Date.now() >= judgingFrom) refuse(reply, REASONS[type] ?? type);
     },
   });
 
