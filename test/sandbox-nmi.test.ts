@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayAccount, GatewayQueriedTransaction, GatewayQueryResult, GatewayResult, SaleRequest } from '../src/providers/card-gateway.ts';
 import { NmiAdapter, nmiAdapter } from '../src/providers/nmi/adapter.ts';
+import { nmiProvider } from '../src/providers/nmi/provider.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 
@@ -124,6 +125,63 @@ describe('NMI adapter against the sandbox', () => {
     await forceResponse(gw, null);
     const r = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: saved.vaultRef! }));
     expect(r).toMatchObject({ kind: 'declined', responseCode: '202', retryable: true, hard: false });
+  });
+
+  it.each([
+    ['rebillSoftDecline', '202', false],
+    ['rebillHardDecline', '261', true],
+  ] as const)('approves the %s card when typed, then declines its vault charge (%s, hard %s) as the provider reads it', async (name, code, hard) => {
+    const gw = gateway();
+    const provider = nmiProvider(nmiAdapter);
+    const payer = { email: 'ada@example.com', first_name: 'Ada', last_name: 'Lovelace' };
+    const first = await provider.charge(gw, { attemptId: `att_${++keySeq}`, orderId: 'ord_1', amount: 4999, currency: 'USD', card: { number: SANDBOX_CARDS[name], exp: '12/30', cvv: '123' }, saveCard: true, payer });
+    expect(first).toMatchObject({ kind: 'approved', code: '100' });
+    const vaultRef = (first as Extract<typeof first, { kind: 'approved' }>).vaultRef!;
+    expect(vaultRef).toMatch(/^\d+$/);
+    const rebillId = `att_${++keySeq}`;
+    const rebill = await provider.charge(gw, { attemptId: rebillId, orderId: 'ord_2', amount: 2900, currency: 'USD', saved: { vaultRef, originalRef: null }, saveCard: false, payer });
+    expect(rebill).toMatchObject({ kind: 'declined', code, hard, retryable: !hard });
+    // The recovery run reads the same class back from the Query API.
+    expect(await provider.findCharge(gw, { id: rebillId, createdAt: new Date() })).toMatchObject({ kind: 'declined', code, hard });
+    expect((await ledger(gw)).summary).toMatchObject({ approved_sales: 1, charged_minor: 4999 });
+
+    // A card update (update_customer on the same vault id) makes the next vault charge answer as the new card.
+    const updated = await transact(gw.credentials.security_key!, { customer_vault: 'update_customer', customer_vault_id: vaultRef, ccnumber: SANDBOX_CARDS.approve, ccexp: '1231' });
+    expect(updated).toMatchObject({ response: '1', response_code: '100', customer_vault_id: vaultRef });
+    const again = await provider.charge(gw, { attemptId: `att_${++keySeq}`, orderId: 'ord_3', amount: 2900, currency: 'USD', saved: { vaultRef, originalRef: null }, saveCard: false, payer });
+    expect(again).toMatchObject({ kind: 'approved', code: '100' });
+    expect((await ledger(gw)).transactions.at(-1)).toMatchObject({ type: 'sale', status: 'approved', last4: '1111', customer_vault_id: vaultRef });
+  });
+
+  it('validates a card for $0 with customer_vault=add_customer: nothing charged, the vault id charges later, a declined card saves nothing', async () => {
+    const gw = gateway();
+    const key = gw.credentials.security_key!;
+    const v = await transact(key, { type: 'validate', ccnumber: SANDBOX_CARDS.approve, ccexp: '1230', cvv: '123', amount: '0.00', currency: 'USD', orderid: 'att_v1', customer_vault: 'add_customer' });
+    expect(v).toMatchObject({ response: '1', response_code: '100', type: 'validate', orderid: 'att_v1' });
+    expect(v.transactionid).toMatch(/^\d{10}$/);
+    expect(v.customer_vault_id).toMatch(/^\d+$/);
+    approved(await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: v.customer_vault_id!, amount: 2900 })));
+    const declined = await transact(key, { type: 'validate', ccnumber: SANDBOX_CARDS.insufficientFunds, ccexp: '1230', customer_vault: 'add_customer' });
+    expect(declined).toMatchObject({ response: '2', response_code: '202' });
+    expect(declined.customer_vault_id).toBeUndefined();
+    expect(await transact(key, { type: 'validate', ccnumber: SANDBOX_CARDS.approve, ccexp: '1230', amount: '1.00' })).toMatchObject({ response: '3', response_code: '300' });
+    const l = await ledger(gw);
+    expect(l.transactions.map((t) => [t.type, t.status, t.amount_minor])).toEqual([['validate', 'approved', 0], ['sale', 'approved', 2900], ['validate', 'declined', 0], ['validate', 'error', null]]);
+    expect(l.summary).toMatchObject({ approved_sales: 1, charged_minor: 2900 });
+    // The Query API finds a validate by its order id, as a transaction of its own.
+    const q = await nmiAdapter.query(gw, { orderId: 'att_v1' });
+    expect(q).toMatchObject({ kind: 'found', transactions: [{ type: 'validate', status: 'approved', condition: 'complete', vaultRef: v.customer_vault_id }] });
+  });
+
+  it('refuses a card update of an unknown vault id, and adds a card to the vault without a transaction', async () => {
+    const gw = gateway();
+    const key = gw.credentials.security_key!;
+    expect(await transact(key, { customer_vault: 'update_customer', customer_vault_id: '999', ccnumber: SANDBOX_CARDS.approve, ccexp: '1231' })).toMatchObject({ response: '3', responsetext: 'Invalid Customer Vault Id' });
+    const added = await transact(key, { customer_vault: 'add_customer', ccnumber: SANDBOX_CARDS.rebillHardDecline, ccexp: '1231' });
+    expect(added).toMatchObject({ response: '1', responsetext: 'Customer Added', transactionid: '' });
+    const r = await nmiAdapter.sale(gw, sale(SANDBOX_CARDS.approve, { card: undefined, vaultRef: added.customer_vault_id! }));
+    expect(r).toMatchObject({ kind: 'declined', responseCode: '261', hard: true, retryable: false });
+    expect((await ledger(gw)).transactions).toHaveLength(1);
   });
 
   it.each([

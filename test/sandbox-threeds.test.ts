@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { luhnValid } from '../src/app/luhn.ts';
 import type { GatewayAccount } from '../src/providers/card-gateway.ts';
 import { ThreeDsAdapter, threeDsAdapter } from '../src/providers/threeds/adapter.ts';
+import { threeDsProvider } from '../src/providers/threeds/provider.ts';
 import type { ThreeDsOutcome, ThreeDsPaymentRequest, ThreeDsPaymentResult } from '../src/providers/threeds/types.ts';
 import { verifyThreeDsWebhook } from '../src/providers/threeds/webhook.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
@@ -278,6 +279,39 @@ describe('3DS gateway adapter against the sandbox', () => {
     // The customer paying again with the saved card is customer-initiated: 3DS again.
     const { card: _card, ...withoutCard } = pay(THREEDS_CARDS.challenge);
     expectKind(await threeDsAdapter.createPayment(gw, { ...withoutCard, paymentMethod: pm }), 'redirect');
+  });
+
+  it.each([
+    ['rebillSoftDecline', 'insufficient_funds', false],
+    ['rebillHardDecline', 'stop_recurring', true],
+  ] as const)('succeeds for the %s card when the customer pays, then declines its merchant-initiated charge (%s, hard %s)', async (name, code, hard) => {
+    const gw = await gateway();
+    const provider = threeDsProvider(threeDsAdapter);
+    const first = expectKind(await threeDsAdapter.createPayment(gw, pay(THREEDS_CARDS[name], { savePaymentMethod: true })), 'approved');
+    expect(first.paymentMethod).toMatch(/^pm_/);
+    const rebill = await provider.charge(gw, {
+      attemptId: `att_${++seq}`,
+      orderId: 'ord_2',
+      amount: 2900,
+      currency: 'USD',
+      saved: { vaultRef: first.paymentMethod!, originalRef: first.paymentId },
+      saveCard: false,
+      payer: { email: null, first_name: null, last_name: null },
+    });
+    expect(rebill).toMatchObject({ kind: 'declined', code, hard, retryable: false });
+
+    // A new card saved by the customer (a new payment method) is charged normally.
+    const replaced = expectKind(await threeDsAdapter.createPayment(gw, pay(THREEDS_CARDS.frictionless, { savePaymentMethod: true })), 'approved');
+    const again = await provider.charge(gw, {
+      attemptId: `att_${++seq}`,
+      orderId: 'ord_3',
+      amount: 2900,
+      currency: 'USD',
+      saved: { vaultRef: replaced.paymentMethod!, originalRef: replaced.paymentId },
+      saveCard: false,
+      payer: { email: null, first_name: null, last_name: null },
+    });
+    expect(again).toMatchObject({ kind: 'approved' });
   });
 
   it('refunds in parts up to the payment, refuses more, and cancels (voids) what is not refunded', async () => {

@@ -50,7 +50,12 @@ export interface ChargeRequest {
  */
 export type ChargeOutcome =
   | { kind: 'approved'; providerRef: string; authCode: string | null; code: string; text: string; vaultRef: string | null }
-  | { kind: 'declined'; providerRef: string | null; code: string; text: string; retryable: boolean }
+  /**
+   * `retryable`: the same card may be tried on another gateway now (decline salvage). `hard`: the
+   * card itself is the problem (lost, stolen, expired, recurring payments stopped by the
+   * cardholder), so dunning must not retry it; absent or false is a soft decline a later retry may turn.
+   */
+  | { kind: 'declined'; providerRef: string | null; code: string; text: string; retryable: boolean; hard?: boolean }
   | { kind: 'pending'; providerRef: string; code: string; text: string }
   | { kind: 'redirect'; providerRef: string; url: string; code: string; text: string }
   | { kind: 'unknown'; providerRef: string | null; code: string; text: string };

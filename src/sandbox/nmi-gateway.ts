@@ -1,15 +1,15 @@
 import { randomInt } from 'node:crypto';
 import { formatMajorAmount, parseMajorAmount } from '../providers/card-gateway.ts';
 import { NMI_RESPONSE_CODES, isKnownNmiCode } from '../providers/nmi/status.ts';
-import { isSlowCard, luhnValid, sandboxCardCode } from './cards.ts';
+import { isSlowCard, luhnValid, sandboxCardCode, sandboxVaultChargeCode } from './cards.ts';
 
 /**
  * The state and rules of the NMI stand-in, apart from HTTP: merchant accounts (one per
  * security_key), their ledgers and customer vaults. In memory only; card numbers kept in the vault
  * never touch the disk.
  */
-export type NmiTransactionType = 'sale' | 'auth' | 'capture' | 'refund' | 'void';
-const TYPES: readonly string[] = ['sale', 'auth', 'capture', 'refund', 'void'] satisfies NmiTransactionType[];
+export type NmiTransactionType = 'sale' | 'auth' | 'validate' | 'capture' | 'refund' | 'void';
+const TYPES: readonly string[] = ['sale', 'auth', 'validate', 'capture', 'refund', 'void'] satisfies NmiTransactionType[];
 
 export interface NmiLedgerEntry {
   /** null when the gateway refused the request before processing it (response 3, code 300). */
@@ -237,6 +237,7 @@ export class NmiSandboxGateway {
     const d = this.details.get(e) ?? (parent ? { ...this.details.get(parent.entry)!, order_description: '', customerid: '', authorization_code: '', avs_response: '', csc_response: '' } : undefined);
     let condition: string;
     if (e.status !== 'approved') condition = 'failed';
+    else if (e.type === 'validate') condition = 'complete';
     else if (charge?.voided) condition = 'canceled';
     else if (charge?.type === 'auth' && charge.capturedMinor === 0) condition = 'pending';
     else condition = 'pendingsettlement';
@@ -318,12 +319,14 @@ export class NmiSandboxGateway {
     const key = fields.security_key ?? '';
     const type = fields.type ?? '';
     if (NmiSandboxGateway.isInvalidKey(key)) return this.refuse('Authentication Failed', type);
+    if (type === '' && fields.customer_vault) return this.vaultRecord(this.account(key), fields);
     if (!TYPES.includes(type)) return this.refuse(`Invalid Transaction Type: ${type.slice(0, 20)}`, type);
     const acct = this.account(key);
     const t = type as NmiTransactionType;
     switch (t) {
       case 'sale':
       case 'auth':
+      case 'validate':
         return this.charge(acct, t, fields);
       case 'capture':
         return this.capture(acct, fields);
@@ -371,7 +374,34 @@ export class NmiSandboxGateway {
     return entry;
   }
 
-  private async charge(acct: Account, type: 'sale' | 'auth', f: Record<string, string>): Promise<NmiAnswer> {
+  /**
+   * A Customer Vault request without a transaction (no `type`): `add_customer` stores a card,
+   * `update_customer` replaces the card of an existing `customer_vault_id` — a card update, after
+   * which charges of that vault id answer as the new card. No card is checked with an issuer here.
+   */
+  private vaultRecord(acct: Account, f: Record<string, string>): NmiAnswer {
+    const action = f.customer_vault ?? '';
+    const vaultAnswer = (code: '100' | '300', text: string, vaultId: string | null): NmiAnswer => this.answer({ code, text, type: '', orderid: f.orderid || null, vaultId });
+    if (action !== 'add_customer' && action !== 'update_customer') return vaultAnswer('300', `customer_vault=${action.slice(0, 20)} is not supported by the sandbox`, null);
+    const id = f.customer_vault_id || null;
+    if (action === 'update_customer' && (!id || !acct.vault.has(id))) return vaultAnswer('300', 'Invalid Customer Vault Id', null);
+    if (action === 'add_customer' && id && acct.vault.has(id)) return vaultAnswer('300', 'Duplicate Customer Vault Id', null);
+    const pan = (f.ccnumber ?? '').replace(/[\s-]/g, '');
+    if (action === 'update_customer' && pan === '') return vaultAnswer('100', 'Customer Update Successful', id);
+    if (!/^\d{12,19}$/.test(pan) || !luhnValid(pan)) return vaultAnswer('300', 'Invalid Credit Card Number', null);
+    const exp = f.ccexp ?? '';
+    if (!/^(0[1-9]|1[0-2])\d{2}$/.test(exp)) return vaultAnswer('300', 'Invalid Credit Card Expiration Date, format MMYY', null);
+    const vaultId = id ?? this.newVaultId(acct);
+    acct.vault.set(vaultId, { pan, exp });
+    return vaultAnswer('100', action === 'add_customer' ? 'Customer Added' : 'Customer Update Successful', vaultId);
+  }
+
+  /**
+   * A sale, an auth, or a `validate`: NMI's account verification, which checks the card with its
+   * issuer and charges nothing (its amount is omitted or 0.00); with `customer_vault=add_customer`
+   * an approved one saves the card, so a $0 trial can be rebilled later through the vault id.
+   */
+  private async charge(acct: Account, type: 'sale' | 'auth' | 'validate', f: Record<string, string>): Promise<NmiAnswer> {
     const orderid = f.orderid || null;
     const currency = (f.currency || 'USD').toUpperCase();
     const amount = f.amount ?? null;
@@ -395,8 +425,10 @@ export class NmiSandboxGateway {
     };
 
     if (!/^[A-Z]{3}$/.test(currency)) return reject('Invalid currency');
-    const amountMinor = amount === null ? null : parseMajorAmount(amount, currency);
-    if (amountMinor === null || amountMinor <= 0) return reject('Invalid amount');
+    const parsedAmount = amount === null ? null : parseMajorAmount(amount, currency);
+    if (type === 'validate' && amount !== null && parsedAmount !== 0) return reject('Invalid amount: a validate must have an amount of 0.00 or none');
+    const amountMinor = type === 'validate' ? 0 : parsedAmount;
+    if (amountMinor === null || (type !== 'validate' && amountMinor <= 0)) return reject('Invalid amount');
 
     let card: { pan: string; exp: string; cvv: string | null };
     const vaultAction = f.customer_vault ?? '';
@@ -425,9 +457,11 @@ export class NmiSandboxGateway {
 
     // A forced code is the whole account's answer, whatever the card: it stands in for an acquirer
     // that declines everything today, so salvage on another gateway can be tested with one card.
+    const fromVault = vaultAction === '' && Boolean(f.customer_vault_id);
     let code = acct.forceResponseCode;
     if (code === null) {
-      code = sandboxCardCode(card.pan);
+      // A charge of a saved card is merchant-initiated: the rebill cards decline there.
+      code = fromVault ? sandboxVaultChargeCode(card.pan) : sandboxCardCode(card.pan);
       if (isSlowCard(card.pan)) await this.delay(this.slowMs);
     }
 
@@ -455,7 +489,8 @@ export class NmiSandboxGateway {
       customer_vault_id: answerVaultId,
       parent_transactionid: null,
     });
-    if (approved) acct.charges.set(transactionid, { entry, type, amountMinor, currency, capturedMinor: 0, refundedMinor: 0, voided: false });
+    // A validate moved no money: nothing to capture, refund or void.
+    if (approved && type !== 'validate') acct.charges.set(transactionid, { entry, type, amountMinor, currency, capturedMinor: 0, refundedMinor: 0, voided: false });
     this.details.set(entry, {
       order_description: f.order_description ?? '',
       first_name: f.first_name ?? '',

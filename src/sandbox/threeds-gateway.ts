@@ -27,6 +27,10 @@ export const THREEDS_CARDS = {
   decline: '4000000000000002',
   /** Declined by the issuer before 3DS: `insufficient_funds`. */
   insufficientFunds: '4000000000009953',
+  /** Frictionless when the customer pays; its merchant-initiated charges (rebills) decline `insufficient_funds` (soft). */
+  rebillSoftDecline: '4000000000033052',
+  /** Frictionless when the customer pays; its merchant-initiated charges (rebills) decline `stop_recurring` (hard). */
+  rebillHardDecline: '4000000000033268',
 } as const;
 
 export type ThreeDsCardName = keyof typeof THREEDS_CARDS;
@@ -63,8 +67,15 @@ const DECLINE_TEXT = {
   insufficient_funds: 'Insufficient funds.',
   authentication_failed: 'The cardholder failed 3D Secure authentication.',
   review_declined: 'The payment was declined after review.',
+  stop_recurring: 'The cardholder asked to stop all recurring payments to this merchant.',
 } as const;
 type DeclineCode = keyof typeof DECLINE_TEXT;
+
+/** How the rebill cards answer a merchant-initiated charge; every other saved card succeeds. */
+const REBILL_DECLINES: Partial<Record<ThreeDsCardName, DeclineCode>> = {
+  rebillSoftDecline: 'insufficient_funds',
+  rebillHardDecline: 'stop_recurring',
+};
 
 interface CardSummary {
   brand: string;
@@ -411,7 +422,10 @@ export class ThreeDsSandboxGateway {
     };
 
     // Rebills and upsells on a saved card: chained to the authenticated payment, no 3DS.
-    if (mit) return succeed('not_required');
+    if (mit) {
+      const rebillDecline = REBILL_DECLINES[behaviour];
+      return rebillDecline ? decline(rebillDecline) : succeed('not_required');
+    }
 
     const c = b.customer;
     if (!c?.first_name?.trim() || !c.last_name?.trim() || !EMAIL.test(c.email?.trim() ?? '')) return decline('missing_customer_details');
@@ -431,6 +445,8 @@ export class ThreeDsSandboxGateway {
       case 'insufficientFunds':
         return decline('insufficient_funds');
       case 'frictionless':
+      case 'rebillSoftDecline':
+      case 'rebillHardDecline':
         return succeed('frictionless');
       case 'challenge':
       case 'challengeThenReview':

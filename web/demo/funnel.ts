@@ -56,6 +56,8 @@ const CARD_EFFECTS: Record<SandboxCardName, string> = {
   fraud: 'Declined: suspected fraud',
   processingError: 'Declined: processor error',
   slow: 'Approved after a delay (SANDBOX_SLOW_MS)',
+  rebillSoftDecline: 'Approved; its rebills decline: insufficient funds (202)',
+  rebillHardDecline: 'Approved; its rebills decline: stop all recurring (261)',
 };
 
 export const DEMO_TEST_CARDS = (Object.keys(SANDBOX_CARDS) as SandboxCardName[]).map((name) => ({
@@ -71,6 +73,8 @@ const THREEDS_CARD_EFFECTS: Record<ThreeDsCardName, string> = {
   challengeThenReview: 'Challenge, then under review; approved after a while',
   decline: 'Declined: do not honor',
   insufficientFunds: 'Declined: insufficient funds',
+  rebillSoftDecline: 'Approved without a challenge; its rebills decline: insufficient funds',
+  rebillHardDecline: 'Approved without a challenge; its rebills decline: stop all recurring payments',
 };
 
 export const DEMO_THREEDS_TEST_CARDS = (Object.keys(THREEDS_CARDS) as ThreeDsCardName[]).map((name) => ({

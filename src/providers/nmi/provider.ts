@@ -1,5 +1,6 @@
 import type { CardGatewayAdapter, GatewayAccount, GatewayResult } from '../card-gateway.ts';
 import type { CardProvider, ChargeOutcome, ReversalOutcome } from '../provider.ts';
+import { classifyNmi } from './status.ts';
 
 /** Transport failures: NMI may have processed the request, so the outcome is unknown, never a decline. */
 const UNKNOWN_CODES: ReadonlySet<string> = new Set(['network_error', 'timeout', 'bad_response']);
@@ -8,7 +9,7 @@ export function nmiChargeOutcome(r: GatewayResult): ChargeOutcome {
   const text = r.responseText || (r.kind === 'approved' ? 'Approved' : 'Declined');
   if (r.kind === 'approved') return { kind: 'approved', providerRef: r.transactionId, authCode: r.authCode, code: r.responseCode, text, vaultRef: r.vaultRef };
   if (r.kind === 'error' && UNKNOWN_CODES.has(r.responseCode)) return { kind: 'unknown', providerRef: r.transactionId, code: r.responseCode, text };
-  return { kind: 'declined', providerRef: r.transactionId, code: r.responseCode, text, retryable: r.retryable };
+  return { kind: 'declined', providerRef: r.transactionId, code: r.responseCode, text, retryable: r.retryable, hard: r.kind === 'declined' && r.hard };
 }
 
 function reversalOutcome(r: GatewayResult): ReversalOutcome {
@@ -56,7 +57,7 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
       const t = await find(account, attemptId, 'sale');
       if (!('status' in t)) return t;
       if (t.status === 'approved') return { kind: 'approved', providerRef: t.transactionId, authCode: t.authCode, code: t.responseCode, text: t.responseText || 'Approved', vaultRef: t.vaultRef };
-      return { kind: 'declined', providerRef: t.transactionId, code: t.responseCode, text: t.responseText || 'Declined', retryable: false };
+      return { kind: 'declined', providerRef: t.transactionId, code: t.responseCode, text: t.responseText || 'Declined', retryable: false, hard: classifyNmi(t.responseCode).outcome === 'hard_decline' };
     },
     async refund(account, req) {
       return reversalOutcome(await adapter.refund(account, { transactionId: req.chargeRef, amount: req.amount, currency: req.currency, attemptId: req.attemptId }));

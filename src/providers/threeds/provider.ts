@@ -11,7 +11,7 @@ export function threeDsChargeOutcome(r: ThreeDsPaymentResult): ChargeOutcome {
       return { kind: 'approved', providerRef: r.paymentId, authCode: null, code: 'succeeded', text: 'Approved', vaultRef: r.paymentMethod ?? null };
     case 'declined':
       // A 3-D Secure decline is the issuer's or the authentication's answer: it never cascades.
-      return { kind: 'declined', providerRef: r.paymentId, code: r.code, text: r.message, retryable: false };
+      return { kind: 'declined', providerRef: r.paymentId, code: r.code, text: r.message, retryable: false, hard: r.hard };
     case 'redirect':
       return { kind: 'redirect', providerRef: r.paymentId, url: r.url, code: 'requires_action', text: 'Customer authentication (3-D Secure) required' };
     case 'pending':

@@ -65,11 +65,21 @@ describe('3DS gateway statuses', () => {
       .map(([c]) => c)
       .sort();
     expect(retryable).toEqual(['do_not_honor', 'insufficient_funds']);
-    expect(classifyThreeDsDecline('something_new')).toEqual({ retryable: false, text: 'The payment was declined.' });
+    expect(classifyThreeDsDecline('something_new')).toEqual({ retryable: false, hard: false, text: 'The payment was declined.' });
     expect(classifyThreeDsDecline('toString')).toMatchObject({ retryable: false });
     expect(classifyThreeDsDecline(null)).toMatchObject({ retryable: false });
     expect(THREEDS_DECLINE_CODES.authentication_required.text).toMatch(/3D Secure is required/);
     expect(THREEDS_DECLINE_CODES.risk_session_missing.text).toMatch(/risk session/);
+  });
+
+  it('tells hard declines (the card itself) from soft ones for the dunning', () => {
+    const hard = Object.entries(THREEDS_DECLINE_CODES)
+      .filter(([, d]) => d.hard)
+      .map(([c]) => c)
+      .sort();
+    expect(hard).toEqual(['expired_card', 'incorrect_number', 'stop_recurring']);
+    expect(paymentOutcome(payment({ status: 'declined', declineCode: 'stop_recurring' }))).toMatchObject({ kind: 'declined', hard: true, retryable: false });
+    expect(paymentOutcome(payment({ status: 'declined', declineCode: 'insufficient_funds' }))).toMatchObject({ kind: 'declined', hard: false, retryable: true });
   });
 });
 

@@ -16,6 +16,8 @@ export const THREEDS_STATUS_OUTCOMES = {
 export interface ThreeDsDeclineCode {
   /** The same card may be tried on another gateway. */
   retryable: boolean;
+  /** The card itself is the problem (wrong, expired, the cardholder revoked recurring payments): a rebill must not be retried. */
+  hard: boolean;
   text: string;
 }
 
@@ -26,16 +28,18 @@ export interface ThreeDsDeclineCode {
  * is the cardholder saying no.
  */
 export const THREEDS_DECLINE_CODES = {
-  do_not_honor: { retryable: true, text: 'The card issuer declined the payment (do not honor).' },
-  insufficient_funds: { retryable: true, text: 'The card has insufficient funds.' },
-  incorrect_number: { retryable: false, text: 'The card number is incorrect.' },
-  expired_card: { retryable: false, text: 'The card has expired.' },
-  authentication_failed: { retryable: false, text: 'The cardholder failed 3D Secure authentication.' },
-  authentication_required: { retryable: false, text: '3D Secure is required: return_url and cancel_url must be provided' },
-  missing_customer_details: { retryable: false, text: 'billing email, first name and last name must be present' },
-  risk_session_missing: { retryable: false, text: 'The risk session is missing: send risk.session_id from the risk SDK.' },
-  review_declined: { retryable: false, text: 'The payment was declined after review.' },
-  canceled: { retryable: false, text: 'The payment was canceled.' },
+  do_not_honor: { retryable: true, hard: false, text: 'The card issuer declined the payment (do not honor).' },
+  insufficient_funds: { retryable: true, hard: false, text: 'The card has insufficient funds.' },
+  incorrect_number: { retryable: false, hard: true, text: 'The card number is incorrect.' },
+  expired_card: { retryable: false, hard: true, text: 'The card has expired.' },
+  // The cardholder revoked the merchant's authority (Visa R0/R1): card-network rules forbid re-presenting it.
+  stop_recurring: { retryable: false, hard: true, text: 'The cardholder asked to stop all recurring payments to this merchant.' },
+  authentication_failed: { retryable: false, hard: false, text: 'The cardholder failed 3D Secure authentication.' },
+  authentication_required: { retryable: false, hard: false, text: '3D Secure is required: return_url and cancel_url must be provided' },
+  missing_customer_details: { retryable: false, hard: false, text: 'billing email, first name and last name must be present' },
+  risk_session_missing: { retryable: false, hard: false, text: 'The risk session is missing: send risk.session_id from the risk SDK.' },
+  review_declined: { retryable: false, hard: false, text: 'The payment was declined after review.' },
+  canceled: { retryable: false, hard: false, text: 'The payment was canceled.' },
 } as const satisfies Record<string, ThreeDsDeclineCode>;
 
 export type ThreeDsDeclineCodeName = keyof typeof THREEDS_DECLINE_CODES;
@@ -47,7 +51,7 @@ export function isKnownDeclineCode(code: string): code is ThreeDsDeclineCodeName
 /** A code the gateway adds later is a decline we do not salvage. */
 export function classifyThreeDsDecline(code: string | null): ThreeDsDeclineCode {
   const c = (code ?? '').trim();
-  return isKnownDeclineCode(c) ? THREEDS_DECLINE_CODES[c] : { retryable: false, text: 'The payment was declined.' };
+  return isKnownDeclineCode(c) ? THREEDS_DECLINE_CODES[c] : { retryable: false, hard: false, text: 'The payment was declined.' };
 }
 
 /** The one place a gateway payment becomes an outcome, by `THREEDS_STATUS_OUTCOMES`. */
@@ -63,7 +67,7 @@ export function paymentOutcome(payment: ThreeDsPayment): ThreeDsOutcome | ThreeD
       const decline = classifyThreeDsDecline(code);
       // The gateway's own text first: the spec shows merchants the gateway's wording.
       const message = !canceled && payment.message ? payment.message : decline.text;
-      return { kind, paymentId, code, message, retryable: decline.retryable, payment };
+      return { kind, paymentId, code, message, retryable: decline.retryable, hard: decline.hard, payment };
     }
     case 'redirect':
       if (!payment.redirectUrl)

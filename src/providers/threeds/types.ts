@@ -65,8 +65,8 @@ export interface ThreeDsPaymentRequest {
  */
 export type ThreeDsOutcome =
   | { kind: 'approved'; paymentId: string; paymentMethod?: string; payment: ThreeDsPayment }
-  /** `retryable`: the same card may be tried on another gateway (see `THREEDS_DECLINE_CODES`). */
-  | { kind: 'declined'; paymentId: string; code: string; message: string; retryable: boolean; payment: ThreeDsPayment }
+  /** `retryable`: the same card may be tried on another gateway; `hard`: the card itself is the problem (see `THREEDS_DECLINE_CODES`). */
+  | { kind: 'declined'; paymentId: string; code: string; message: string; retryable: boolean; hard: boolean; payment: ThreeDsPayment }
   | { kind: 'redirect'; paymentId: string; url: string; payment: ThreeDsPayment }
   /** Authenticated, under review at the gateway: a webhook (or a later retrieve) settles it. */
   | { kind: 'pending'; paymentId: string; payment: ThreeDsPayment };
