@@ -71,7 +71,7 @@ describe('budget settings', () => {
     } finally {
       await app.close();
     }
-  });
+  }, 60_000);
 });
 
 describe('per-token budgets', () => {
@@ -199,7 +199,7 @@ describe('the PostgreSQL store (RATE_LIMIT_STORE=postgres)', () => {
     } finally {
       await app.close();
     }
-  });
+  }, 60_000);
 
   // Two `serve` processes on one PostgreSQL: a second server with its own pool on the same database.
   it.runIf(process.env.TEST_DATABASE_URL)('shares one budget between two server instances on one database', async () => {
@@ -227,5 +227,5 @@ describe('the PostgreSQL store (RATE_LIMIT_STORE=postgres)', () => {
       await store.close();
       await first.close();
     }
-  });
+  }, 60_000);
 });
