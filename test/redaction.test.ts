@@ -112,6 +112,7 @@ describe('log redaction keeps card data out and identifiers intact', () => {
     const untouched = [
       '426034f4111111111111111efcc9e1da', // a hex id with a Luhn-valid run inside
       '7c9e6679-7425-4040-9557-555555554444', // a uuid whose last groups read as a dashed card number
+      '24844582-3901-4256-5555-555555554444', // a uuid of digits only: 32 digits, some of its groups pass Luhn together
       'req-5555-5555-5555-4444',
       'ord_4111111111111111',
       'cus_AbC4111111111111111xYz',

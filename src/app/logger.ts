@@ -76,21 +76,27 @@ function isCardNumber(digits: string): boolean {
   return luhnValid(digits);
 }
 
-/** Within one run, the longest stretch of whole groups from each position that is a card number is masked. */
+/**
+ * The words of a run: digit groups joined by dashes stay one word, as an identifier's groups do (a
+ * uuid of digits only is 32 digits, never a card); spaces, `+` and `%20` separate words.
+ */
+const WORD = /%[0-9A-Fa-f]{2}|\d+(?:(?:-|%2[dD])\d+)*/g;
+
+/** Within one run, the longest stretch of whole words from each position that is a card number is masked. */
 function maskRun(run: string): string {
-  const groups = [...run.matchAll(/%[0-9A-Fa-f]{2}|\d+/g)].filter((g) => g[0][0] !== '%').map((g) => ({ at: g.index, text: g[0] }));
+  const words = [...run.matchAll(WORD)].filter((w) => w[0][0] !== '%').map((w) => ({ at: w.index, text: w[0], digits: w[0].replace(/-|%2[dD]/g, '') }));
   let out = '';
   let copied = 0;
-  for (let i = 0; i < groups.length; i++) {
+  for (let i = 0; i < words.length; i++) {
     let end = -1;
     let digits = '';
-    for (let j = i; j < groups.length && digits.length <= 19; j++) {
-      digits += groups[j]!.text;
+    for (let j = i; j < words.length && digits.length <= 19; j++) {
+      digits += words[j]!.digits;
       if (isCardNumber(digits)) end = j;
     }
     if (end < 0) continue;
-    const last = groups[end]!;
-    out += `${run.slice(copied, groups[i]!.at)}[REDACTED-PAN]`;
+    const last = words[end]!;
+    out += `${run.slice(copied, words[i]!.at)}[REDACTED-PAN]`;
     copied = last.at + last.text.length;
     i = end;
   }
