@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // The API fuzz suite (`npm run test:fuzz`): property-based hostile requests over every mutating
-// operation of /openapi.json (test/fuzz/). FUZZ_RUNS sizes it (default 400, a minute or two);
+// operation of /openapi.json (test/fuzz/). FUZZ_RUNS sizes it (default 1000, a minute or two);
 // CI runs it bigger on PostgreSQL (TEST_DATABASE_URL). Not part of `npm test`.
 export default defineConfig({
   test: {

@@ -15,13 +15,14 @@ import { TeamStateProbe } from './team-state.ts';
  * surrogates, missing and unknown fields), odd content types, broken JSON, hostile path segments
  * and query strings, Idempotency-Keys fresh and reused.
  *
- * Each answer must be below 500; every non-2xx must be the error envelope with a code from the
+ * Each answer must be below 500 (but for 502 from a provider on the internet the test machine
+ * cannot reach: see isProviderUnreachable); every non-2xx must be the error envelope with a code from the
  * catalogue at that code's status; a refused (4xx) answer must leave the team's rows as they were.
  *
- * FUZZ_RUNS (default 400) cases, FUZZ_SEED (default 11) for a reproducible run, FUZZ_TIME_LIMIT_S
+ * FUZZ_RUNS (default 1000) cases, FUZZ_SEED (default 11) for a reproducible run, FUZZ_TIME_LIMIT_S
  * (default 900) stops early without failing.
  */
-const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);
 const SEED = Number(process.env.FUZZ_SEED ?? 11);
 const TIME_LIMIT_MS = Number(process.env.FUZZ_TIME_LIMIT_S ?? 900) * 1000;
 const REFRESH_IDS_EVERY = 50;
@@ -50,8 +51,14 @@ async function refreshIds(): Promise<void> {
   for (const path of listPaths) {
     const r = await team.api.get(`${path}?limit=100`);
     if (r.status !== 200 || !Array.isArray(r.body?.data)) continue;
-    pool.add(path, r.body.data.map((d: any) => d.order_number ?? d.customer_number ?? d.id).filter((id: unknown) => typeof id === 'string'));
+    pool.add(path, r.body.data.map((d: any) => d.id).filter((id: unknown) => typeof id === 'string'), idsIn(r.body.data));
   }
+}
+
+/** Every string in a value that looks like one of our ids (`ord_…`, `txn_…`, `cus_…`). */
+function idsIn(value: unknown): string[] {
+  const text = JSON.stringify(value);
+  return [...new Set(text.match(/"[a-z]{2,6}_[0-9A-Za-z]{12,64}"/g) ?? [])].map((s) => s.slice(1, -1));
 }
 
 async function send(c: FuzzCase): Promise<ApiResponse> {
@@ -95,6 +102,6 @@ it(`answers ${RUNS} hostile requests without a 5xx, always in the error envelope
 
   console.log(tally.report(SEED));
   expect(tally.cases).toBeGreaterThan(0);
-  expect(tally.byClass['5xx'] ?? 0, tally.failureText()).toBe(0);
+  expect((tally.byClass['5xx'] ?? 0) - tally.unreachable, tally.failureText()).toBe(0);
   expect(tally.failures, tally.failureText()).toEqual([]);
 });

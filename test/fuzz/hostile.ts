@@ -63,10 +63,13 @@ export type Mutation =
   | { kind: 'none' }
   | { kind: 'replace'; at: number; value: unknown }
   | { kind: 'remove'; at: number }
-  | { kind: 'add'; at: number; key: string; value: unknown };
+  | { kind: 'add'; at: number; key: string; value: unknown }
+  | { kind: 'taint'; at: number; bad: string };
 
 export const mutation: fc.Arbitrary<Mutation> = fc.oneof(
-  { weight: 2, arbitrary: fc.constant({ kind: 'none' as const }) },
+  // a string of an otherwise valid body with a code point PostgreSQL refuses in the middle
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('taint' as const), at: fc.nat(), bad: fc.constantFrom('\u0000', '\ud800', '\udfff') }) },
+  { weight: 5, arbitrary: fc.constant({ kind: 'none' as const }) },
   { weight: 6, arbitrary: fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), value: hostileValue }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('remove' as const), at: fc.nat() }) },
   {
@@ -82,6 +85,14 @@ export function mutate(body: Json, m: Mutation): Json {
   const path = paths[m.at % paths.length]!;
   if (m.kind === 'replace') return setAt(body, path, m.value, false);
   if (m.kind === 'remove') return setAt(body, path, undefined, true);
+  if (m.kind === 'taint') {
+    const strings = paths.filter((p) => typeof p.reduce<any>((cur, k) => cur?.[k], body) === 'string');
+    if (strings.length === 0) return body;
+    const at = strings[m.at % strings.length]!;
+    const text = at.reduce<any>((cur, k) => cur[k], body) as string;
+    const cut = text.length >> 1;
+    return setAt(body, at, text.slice(0, cut) + m.bad + text.slice(cut), false);
+  }
   const containers = paths.filter((p) => {
     const v = p.reduce<any>((cur, k) => cur?.[k], body);
     return v && typeof v === 'object' && !Array.isArray(v);

@@ -49,6 +49,8 @@ export async function seedTeam(api: ApiClient, sandboxUrl: string): Promise<void
     'order',
     api.post('/checkout/orders', { campaign_id: campaign.id, currency: 'USD', customer, products: [{ offer_id: offer.id }, { offer_id: trial.id }], payment }),
   );
+  await created('completion', api.post('/checkout/orders/complete', { order_number: order.order_number }));
+  await created('second order', api.post('/checkout/orders', { campaign_id: campaign.id, currency: 'USD', customer, products: [{ offer_id: offer.id }], payment }));
   const customerNumber = order.customer?.customer_number ?? order.customer_number;
   if (customerNumber) await created('note', api.post(`/v1/customers/${customerNumber}/notes`, { body: 'seeded' }));
   await created('webhook endpoint', api.post('/v1/webhook-endpoints', { url: `${sandboxUrl}/hook`, event_types: ['order.completed'] }));
@@ -69,6 +71,7 @@ export function fieldHints(sandboxUrl: string) {
     company_id: [EXTPAY_COMPANY],
     environment: ['Sandbox'],
     event_types: [['order.completed']],
+    method: ['card'],
     code: ['FUZZ10'],
     coupon_code: ['FUZZ10'],
   };
