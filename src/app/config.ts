@@ -18,6 +18,8 @@ export interface Config {
   dbConnectTimeoutMs: number;
   /** How long `serve`, `worker` and the CLI wait at start for a database that is not reachable yet. */
   dbStartupWaitMs: number;
+  /** Card rebills: the hour (0–23, the team's time zone) cycles fall due; the dunning retries (days after a cycle's due day); what the last failed retry does. */
+  rebill: RebillSettings;
   /** Lets webhook endpoints target loopback, private, link-local and other non-public addresses (development, tests). */
   webhookAllowPrivateTargets: boolean;
   /** Per attempt: connect, send, and read the start of the answer. */
@@ -37,6 +39,29 @@ export interface Config {
   rateLimits: RateLimitSettings;
   /** When to answer 503 at once instead of queueing. */
   overload: OverloadSettings;
+}
+
+export interface RebillSettings {
+  hour: number;
+  retryDays: number[];
+  afterLastRetry: 'cancel' | 'past_due';
+  batchSize: number;
+}
+
+/** Dunning in the spirit of Stripe's smart retries: 1, 3, 5 and 7 days after the due day, then cancelled. */
+export const DEFAULT_REBILL_RETRY_DAYS = [1, 3, 5, 7];
+
+function rebillFrom(env: NodeJS.ProcessEnv): RebillSettings {
+  const hour = intFrom(env.REBILL_HOUR, 3, 'REBILL_HOUR');
+  if (hour > 23) throw new Error(`REBILL_HOUR must be an hour from 0 to 23, got "${env.REBILL_HOUR}"`);
+  const raw = env.REBILL_RETRY_DAYS?.trim();
+  const retryDays = raw === undefined || raw === '' ? DEFAULT_REBILL_RETRY_DAYS : raw === 'none' ? [] : raw.split(',').map((p) => intFrom(p.trim(), NaN, 'REBILL_RETRY_DAYS'));
+  if (retryDays.some((d, i) => !(d > 0) || (i > 0 && d <= retryDays[i - 1]!))) {
+    throw new Error(`REBILL_RETRY_DAYS must be increasing whole days after the due day (e.g. 1,3,5,7) or "none", got "${env.REBILL_RETRY_DAYS}"`);
+  }
+  const after = env.REBILL_AFTER_LAST_RETRY || 'cancel';
+  if (after !== 'cancel' && after !== 'past_due') throw new Error(`REBILL_AFTER_LAST_RETRY must be cancel or past_due, got "${after}"`);
+  return { hour, retryDays, afterLastRetry: after, batchSize: intFrom(env.REBILL_BATCH_SIZE, 50, 'REBILL_BATCH_SIZE') || 50 };
 }
 
 function intFrom(value: string | undefined, fallback: number, name: string): number {
@@ -82,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolMax: intFrom(env.DATABASE_POOL_MAX, 10, 'DATABASE_POOL_MAX'),
     dbConnectTimeoutMs: intFrom(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
     dbStartupWaitMs: intFrom(env.DATABASE_STARTUP_WAIT_MS, 30_000, 'DATABASE_STARTUP_WAIT_MS'),
+    rebill: rebillFrom(env),
     webhookAllowPrivateTargets: boolFrom(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'),
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 10_000, 'WEBHOOK_TIMEOUT_MS'),
     webhookRetryScheduleMs: msListFrom(env.WEBHOOK_RETRY_SCHEDULE_MS, DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS, 'WEBHOOK_RETRY_SCHEDULE_MS'),

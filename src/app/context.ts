@@ -24,6 +24,7 @@ import { threeDsProvider } from '../providers/threeds/provider.ts';
 import { extpayProvider } from '../providers/extpay/provider.ts';
 import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
+import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Secrets } from './secrets.ts';
 import type { Drainer } from '../worker/worker.ts';
@@ -33,6 +34,8 @@ export interface AppContext {
   config: Config;
   store: Store;
   secrets: Secrets;
+  /** Where billing reads "now" (subscriptions, rebills, dunning); tests pass a ManualClock. */
+  clock: Clock;
   /** The queues `checkstand worker` drains (webhook deliveries, autoresponder mail). */
   drainers: Drainer[];
   services: {
@@ -58,7 +61,7 @@ export interface AppContext {
   };
 }
 
-export function createContext(config: Config, store: Store, secrets: Secrets): AppContext {
+export function createContext(config: Config, store: Store, secrets: Secrets, clock: Clock = systemClock): AppContext {
   const teams = new TeamsService(store);
   const catalog = new CatalogService(store);
   const customers = new CustomersService(store);
@@ -74,13 +77,14 @@ export function createContext(config: Config, store: Store, secrets: Secrets): A
   const inbound = new InboundService();
   const payments = new PaymentsService(store, gateways, ledger, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, extpayProvider(extpayAdapter), connections, extpayAdapter, fraud);
   const fulfillments = new FulfillmentsService(store);
-  const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, ledger, events);
+  const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, ledger, events, { teams, clock, settings: config.rebill });
   const orders = new OrdersService(store, catalog, customers, ledger);
   const checkout = createCheckout({ store, catalog, customers, orders, payments, ledger, inbound, fulfillments, subscriptions, events });
   return {
     config,
     store,
     secrets,
+    clock,
     drainers: [mail.drainer, webhooks.drainer],
     services: {
       teams,

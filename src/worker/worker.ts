@@ -6,7 +6,7 @@ import { ATTEMPT_GRACE_MS } from '../modules/checkout/recover.ts';
 export interface Schedule {
   name: string;
   everyMs: number;
-  run(ctx: AppContext): Promise<Record<string, unknown>>;
+  run(ctx: AppContext, log: Logger): Promise<Record<string, unknown>>;
 }
 
 /**
@@ -35,6 +35,15 @@ export const SCHEDULES: Schedule[] = [
     everyMs: 5 * 60_000,
     async run(ctx) {
       return ctx.services.checkout.reconcile.reconcilePendingPayments(15 * 60_000);
+    },
+  },
+  {
+    // The rebill queue: card subscriptions whose cycle (at the team's rebill hour) or dunning retry is
+    // due, in claimed batches; at start it catches up on anything overdue. Externally managed ones are the provider's.
+    name: 'rebill-due-subscriptions',
+    everyMs: 60_000,
+    async run(ctx, log) {
+      return { ...(await ctx.services.checkout.rebill.runDue(log)) };
     },
   },
   {
@@ -68,7 +77,7 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
   const tick = (s: Schedule) => {
     if (stopped) return;
     const p = s
-      .run(ctx)
+      .run(ctx, log)
       .then((result) => log.info({ schedule: s.name, ...result }, 'schedule ran'))
       .catch((err) =>
         isDatabaseUnavailable(err)

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Customers, type TrafficStats } from './customers.ts';
 import { createScratchDatabase, readRecords, type ScratchDatabase } from './database.ts';
 import { ServerGate } from './gate.ts';
+import { LIMITS_OFF } from './limits-off.ts';
 import { type CheckReport, checkLedger, type NmiEntry } from './ledger-check.ts';
 import { type CliResult, ServeProcess, type SandboxProcess, freePort, killAll, runCli, sleep, startSandboxProcess } from './processes.ts';
 
@@ -140,6 +141,8 @@ async function scenario(): Promise<Outcome> {
     LOG_LEVEL: 'warn',
     SANDBOX_SLOW_MS: String(SANDBOX_SLOW_MS),
     CHECKSTAND_SANDBOX: 'off',
+
+    ...LIMITS_OFF,
   };
   delete env.TEST_DATABASE_URL;
   delete env.PUBLIC_BASE_URL;

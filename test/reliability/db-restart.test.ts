@@ -32,6 +32,7 @@ import { type StopMode, PrivateCluster } from './cluster.ts';
 import { type Answer, Customers, type TrafficStats } from './customers.ts';
 import { readRecords, withDatabase } from './database.ts';
 import { ServerGate } from './gate.ts';
+import { LIMITS_OFF } from './limits-off.ts';
 import { type CheckReport, checkLedger, type NmiEntry } from './ledger-check.ts';
 import { BackgroundProcess, type CliResult, ServeProcess, type SandboxProcess, freePort, killAll, runCli, sleep, startSandboxProcess } from './processes.ts';
 
@@ -185,6 +186,8 @@ async function scenario(): Promise<Outcome> {
     CHECKSTAND_SANDBOX: 'off',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     WEBHOOK_RETRY_SCHEDULE_MS: '500,1000,2000,5000,10000',
+
+    ...LIMITS_OFF,
   };
   delete env.TEST_DATABASE_URL;
   delete env.PUBLIC_BASE_URL;

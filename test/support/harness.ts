@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { inject } from 'vitest';
+import type { Clock } from '../../src/app/clock.ts';
 import { loadConfig } from '../../src/app/config.ts';
 import { type AppContext, createContext } from '../../src/app/context.ts';
 import { randomToken } from '../../src/app/ids.ts';
@@ -118,11 +119,11 @@ const UNREACHED_LIMITS = {
 };
 
 /** Boots the real server on a fresh copy of the migrated database, listening on a loopback port. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<TestApp> {
   const { store, drop } = await openTestStore();
   const config = { ...loadConfig({ ...UNREACHED_LIMITS, ...env }), port: 0 };
   const secrets = new Secrets(Buffer.alloc(32, 7));
-  const ctx = createContext(config, store, secrets);
+  const ctx = createContext(config, store, secrets, opts.clock);
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {

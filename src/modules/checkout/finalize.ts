@@ -109,7 +109,7 @@ export class FinalizeUseCase extends UseCase {
     if (order.status !== 'processing') {
       throw new ApiError('order_not_completable', `Order ${order.id} is ${order.status}; only a paid order can be completed.`);
     }
-    const now = new Date();
+    const now = this.subscriptions.now();
     // Its order.completed timeline row is written below, with what the completion created.
     const updated = await this.orders.move(trx, order, { status: 'completed' }, null, { completed_at: now });
     const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);

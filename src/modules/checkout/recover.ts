@@ -5,6 +5,7 @@ import type { ChargeOutcome, ReversalOutcome } from '../../providers/provider.ts
 import type { PaymentsService } from '../payments/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import type { UseCases } from './use-case.ts';
+import { REBILL_STEP } from './rebill.ts';
 
 /** How long an attempt may stay unanswered before the provider is asked: longer than any provider call's timeout. */
 export const ATTEMPT_GRACE_MS = 2 * 60_000;
@@ -71,6 +72,7 @@ async function apply(
     return;
   }
   const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
-  if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
+  if (t.step === REBILL_STEP) await deps.uc.rebill.recoverRebill(t, outcome);
+  else if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
   else await deps.uc.reconcile.recoverFirstPayment(t, outcome);
 }

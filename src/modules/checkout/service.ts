@@ -6,6 +6,7 @@ import { CaptureUseCase } from './capture.ts';
 import { FinalizeUseCase } from './finalize.ts';
 import { PayUseCase } from './pay.ts';
 import { ReconcileUseCase } from './reconcile.ts';
+import { RebillUseCase } from './rebill.ts';
 import { ReverseUseCase } from './reverse.ts';
 import { UpsellUseCase } from './upsell.ts';
 import type { CheckoutDeps, UseCases } from './use-case.ts';
@@ -22,6 +23,7 @@ export function createCheckout(d: CheckoutDeps): UseCases {
   uc.finalize = new FinalizeUseCase(d, uc);
   uc.reverse = new ReverseUseCase(d, uc);
   uc.reconcile = new ReconcileUseCase(d, uc);
+  uc.rebill = new RebillUseCase(d, uc);
   uc.gatewayEvents = new GatewayEvents(d, uc);
   uc.extpayEffects = new ExtpayEffects(d, uc);
   uc.renewals = new Renewals(d, uc);

@@ -49,7 +49,8 @@ export class UpsellUseCase extends UseCase {
       }
       // Phase 1: the attempt commits with the claim that names it, so a crash leaves a question for the gateway, never an unrecorded charge.
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
-      const opened = await this.payments.openUpsell(trx, {
+      const opened = await this.payments.openSavedCharge(trx, {
+        step: `upsell:${upsell.id}`,
         teamId,
         orderId: order.id,
         amount: line.line_total + line.shipping,

@@ -16,6 +16,7 @@ import type { CaptureUseCase } from './capture.ts';
 import type { FinalizeUseCase } from './finalize.ts';
 import type { PayUseCase } from './pay.ts';
 import type { ReconcileUseCase } from './reconcile.ts';
+import type { RebillUseCase } from './rebill.ts';
 import type { ReverseUseCase } from './reverse.ts';
 import type { UpsellUseCase } from './upsell.ts';
 
@@ -42,6 +43,7 @@ export interface UseCases {
   finalize: FinalizeUseCase;
   reverse: ReverseUseCase;
   reconcile: ReconcileUseCase;
+  rebill: RebillUseCase;
   gatewayEvents: GatewayEvents;
   extpayEffects: ExtpayEffects;
   renewals: Renewals;

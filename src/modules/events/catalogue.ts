@@ -13,6 +13,9 @@ export const EVENT_CATALOGUE = {
   'subscription.created': 'A subscription was created for a recurring or trial line at completion.',
   'subscription.updated': 'A subscription changed state (cancel, pause, restart, reactivate, a failed renewal, or a provider sync).',
   'subscription.renewed': 'A subscription renewed: the renewal is recorded as a new rebill order (the object is that order).',
+  'subscription.past_due': "A card subscription's rebill was declined: it is past due and retried on the dunning schedule (the object is the subscription).",
+  'subscription.recovered': 'A past-due card subscription was charged again successfully and is active (the object is the subscription).',
+  'subscription.cancelled': 'A card subscription ended: a hard decline, its last dunning retry failed, or it reached the end of a period it was cancelled at (the object is the subscription).',
   'order.disputed': 'A dispute (chargeback or early warning) was opened or updated on an order; the order is flagged for QA.',
 } as const;
 

@@ -157,6 +157,18 @@ export async function deleteOrderUpsell(db: Executor, teamId: string, id: string
   await db.deleteFrom('order_upsells').where('team_id', '=', teamId).where('id', '=', id).execute();
 }
 
+/** The rebill order of one cycle of a card subscription (at most one: orders_one_rebill_per_cycle), locked. */
+export async function findRebillOrder(db: Executor, teamId: string, subscriptionId: string, cycle: number): Promise<Row<'orders'> | undefined> {
+  return db
+    .selectFrom('orders')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('subscription_id', '=', subscriptionId)
+    .where('rebill_cycle', '=', cycle)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
 /**
  * Upsell claims taken before any attempt was written (the external provider's upsell asks the
  * provider which method to charge first) whose request then died: no money moved for them, so

@@ -45,6 +45,7 @@ const ORDER_ROWS = {
   deleteOrderUpsell: repo.deleteOrderUpsell,
   findOrderUpsellByTransaction: repo.findOrderUpsellByTransaction,
   releaseOrphanUpsellClaims: repo.releaseOrphanUpsellClaims,
+  findRebillOrder: repo.findRebillOrder,
 } as const;
 
 export class OrdersService {

@@ -26,14 +26,17 @@ import { type RouteRequest, routeTarget } from './attempts.ts';
 export { type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
 export type { Payer } from '../../providers/provider.ts';
 
-/** A one-click upsell on the card the first payment saved. */
+/** A merchant-initiated charge on the card the first payment saved: a one-click upsell, or a subscription's rebill. */
 export interface SavedChargeRequest {
   teamId: string;
   orderId: string;
   amount: number;
   currency: string;
   method: Row<'payment_methods'>;
-  upsellId: string;
+  /** The upsell charged, or null (a rebill). */
+  upsellId: string | null;
+  /** The attempt's step: one attempt in flight per (order, step) (`upsell:<id>`, `rebill`). */
+  step: string;
   payer: Payer;
 }
 
@@ -116,18 +119,19 @@ export class PaymentsService {
   }
 
   /**
-   * Phase 1 of a one-click upsell, in the transaction that claims it: a test card or a free upsell
-   * is answered without a gateway; otherwise an attempt row is committed in flight with our id as
-   * the gateway's order id. While it is in flight no other charge of this upsell can start.
+   * Phase 1 of a charge on a saved card (a one-click upsell, a rebill), in the transaction that
+   * claims it: a test card or a free charge is answered without a gateway; otherwise an attempt row
+   * is committed in flight with our id as the gateway's order id. While it is in flight no other
+   * charge of the same step can start. Merchant-initiated: chained to the original payment, never redirected.
    */
-  async openUpsell(trx: Tx, req: SavedChargeRequest): Promise<UpsellStep> {
+  async openSavedCharge(trx: Tx, req: SavedChargeRequest): Promise<UpsellStep> {
     const m = req.method;
     const card: CardSummary = { brand: m.brand, bin: m.bin, last4: m.last4, exp: m.exp };
     const base = (id: string, status: 'approved' | 'declined' | 'pending', code: string, text: string, gatewayId: string | null) => ({
       ...attemptRow(req, card, { id, status, gatewayId, code, text }),
       payment_method_id: m.id,
       upsell_id: req.upsellId,
-      step: `upsell:${req.upsellId}`,
+      step: req.step,
     });
     const done = async (status: 'approved' | 'declined', code: string, text: string, isTest: boolean): Promise<UpsellStep> => {
       const id = newId('transaction');

@@ -68,3 +68,29 @@ export async function insertOrderEvent(db: Executor, e: TransitionEvent): Promis
     .values({ id: newId('orderEvent'), team_id: e.teamId, order_id: e.orderId, type: e.type, data: JSON.stringify(e.data ?? {}) })
     .execute();
 }
+
+/** The card subscriptions a billing run may take now: SKIP LOCKED, and a lease set in the same statement. */
+export async function claimDue(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<Array<{ id: string; team_id: string }>> {
+  return db
+    .updateTable('subscriptions')
+    .set({ billing_lease_until: leaseUntil })
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('subscriptions')
+        .select('id')
+        .where('externally_managed', '=', false)
+        .where((w) =>
+          w.or([
+            w.and([w('status', 'in', ['trialing', 'active', 'cancel_at_period_end']), w('next_billing_at', '<=', now)]),
+            w.and([w('status', '=', 'past_due'), w('retry_at', '<=', now)]),
+          ]),
+        )
+        .where((w) => w.or([w('billing_lease_until', 'is', null), w('billing_lease_until', '<', now)]))
+        .orderBy('next_billing_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returning(['id', 'team_id'])
+    .execute();
+}

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../app/context.ts';
 import { ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
-import { CancelSubscriptionBody, NoFieldsBody, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery } from './schemas.ts';
+import { CancelSubscriptionBody, NoFieldsBody, RebillBody, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery } from './schemas.ts';
 
 const PROVIDER_FIRST =
   'An externally managed subscription (`externally_managed` true, billed by an extpay connection) is changed at the provider first; ' +
@@ -114,12 +114,20 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
         tags,
         summary: 'Rebill Now',
         description:
-          'Not available: an externally managed subscription is billed by its provider (409 `subscription_externally_managed`, "Subscription ' +
-          'is managed by a third party and cannot be billed manually."); card rebills are not built yet (409 `rebill_unavailable`). Nothing is charged.',
+          "Charges a card subscription's next cycle now on its saved card (merchant-initiated: no redirect, no 3-D Secure, chained to the " +
+          'original payment), as a new rebill order (`rebill_of`, `subscription_id`); a past-due subscription retries its failing cycle. ' +
+          'The schedule does not move: later cycles stay on their days. Send `cycle` (the number of the cycle you mean to bill) to make a ' +
+          'repeat safe: a cycle already paid answers 409 `conflict`; one being charged 409 `payment_in_progress`. 200 charged; 402 ' +
+          '`payment_declined` (with `decline_code`; dunning goes on as for the nightly queue); 502 `payment_outcome_unknown` (do not repeat: ' +
+          'it is confirmed with the gateway). An externally managed subscription is billed by its provider: 409 `subscription_externally_managed`, ' +
+          '"Subscription is managed by a third party and cannot be billed manually." (spec 4.5). Paused or ended: 409 `subscription_not_actionable`.',
         params: SubscriptionParams,
-        body: NoFieldsBody,
+        body: RebillBody,
       },
     },
-    async (req) => subscriptions.rebillNow(teamOf(req), req.params.id),
+    async (req, reply) => {
+      const r = await ctx.services.checkout.rebill.rebillNow(teamOf(req), req.params.id, req.body?.cycle);
+      return reply.code(r.httpStatus).send(r.body);
+    },
   );
 }

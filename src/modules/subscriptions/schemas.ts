@@ -51,3 +51,11 @@ export const Subscription = z
   .meta({ id: 'Subscription' });
 
 export const SubscriptionEnvelope = Envelope(Subscription);
+
+export const RebillBody = z
+  .object({
+    cycle: z.number().int().min(1).max(100_000).optional().describe('The cycle you mean to bill (`cycle` of the subscription + 1); a repeat for a cycle already paid is refused instead of billing the next one.'),
+  })
+  .strict()
+  .meta({ id: 'RebillNow' })
+  .nullish();

@@ -1,9 +1,9 @@
 import { ApiError, notFound } from '../../app/errors.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
 import { newId } from '../../app/ids.ts';
-import type { Store, Tx } from '../../db/database.ts';
+import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { Row } from '../../db/schema.ts';
+import type { Row, RowPatch } from '../../db/schema.ts';
 import type { ExtpayConnection, ExtpayError, ExtpayMembership, ExtpayMembershipResult, ExtpayProviderAdapter } from '../../providers/extpay/types.ts';
 import { membershipState } from '../../providers/extpay/status.ts';
 import { transition, type TransitionEvent } from '../../app/state-machine.ts';
@@ -11,6 +11,10 @@ import type { ConnectionsService } from '../connections/service.ts';
 import type { EventsService } from '../events/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import * as repo from './repo.ts';
+import { type BillingSchedule, dueAt, initialSchedule } from './schedule.ts';
+import type { Clock } from '../../app/clock.ts';
+import type { RebillSettings } from '../../app/config.ts';
+import type { TeamsService } from '../teams/service.ts';
 import { CARD_SUBSCRIPTION_MOVES, SUBSCRIPTION, type SubscriptionAction, type SubscriptionStatus } from './states.ts';
 
 export { CARD_SUBSCRIPTION_MOVES, SUBSCRIPTION_STATUSES, type SubscriptionAction, type SubscriptionStatus } from './states.ts';
@@ -84,6 +88,12 @@ export interface RecurringLine {
   quantity: number;
 }
 
+export interface CardBilling {
+  teams: Pick<TeamsService, 'timeZoneOf'>;
+  clock: Clock;
+  settings: RebillSettings;
+}
+
 export class SubscriptionsService {
   constructor(
     private readonly store: Store,
@@ -92,7 +102,48 @@ export class SubscriptionsService {
     /** Sync from Provider finds the order's first payment through it (the transactions are the ledger's). */
     private readonly ledger: Pick<LedgerService, 'orderTransactions'>,
     private readonly events: EventsService,
+    /** Card subscriptions are billed here: the team's time zone, the clock, the rebill hour and dunning. */
+    readonly billing: CardBilling,
   ) {}
+
+  /** Now, by the billing clock (tests move it forward). */
+  now(): Date {
+    return this.billing.clock.now();
+  }
+
+  /** When cycle `cycle` of a card subscription is due: its schedule, the team's time zone, the rebill hour. */
+  async dueAt(db: Executor, sub: BillingSchedule & { team_id: string }, cycle: number): Promise<Date> {
+    return dueAt(sub, cycle, await this.billing.teams.timeZoneOf(db, sub.team_id), this.billing.settings.hour);
+  }
+
+  /** The team's time zone (billing days and the rebill hour are counted there). */
+  timeZoneOf(db: Executor, teamId: string): Promise<string> {
+    return this.billing.teams.timeZoneOf(db, teamId);
+  }
+
+  /**
+   * Claims up to `limit` card subscriptions due now (a cycle whose date has come, or a dunning
+   * retry) for one billing run: SKIP LOCKED plus a lease, so several workers never take the same one.
+   */
+  claimDue(limit: number, leaseMs = 10 * 60_000): Promise<Array<{ id: string; team_id: string }>> {
+    const now = this.now();
+    return this.store.run((db) => repo.claimDue(db, now, new Date(now.getTime() + leaseMs), limit));
+  }
+
+  /** The subscription under its row lock, in the caller's transaction (the rebill phases). */
+  lock(trx: Tx, teamId: string, id: string): Promise<Row<'subscriptions'> | undefined> {
+    return repo.lockSubscription(trx, teamId, id);
+  }
+
+  /**
+   * A billing-driven change of a card subscription (its cycle, dates, dunning state, status), under
+   * its row lock in the caller's transaction; a status change is checked against SUBSCRIPTION and
+   * recorded on the order's timeline like any other.
+   */
+  updateBilling(trx: Tx, current: Row<'subscriptions'>, patch: RowPatch<'subscriptions'>): Promise<Row<'subscriptions'>> {
+    const to = (patch.status ?? current.status) as SubscriptionStatus;
+    return this.changeStatus(trx, current, to, (db) => repo.updateSubscription(db, current.team_id, current.id, patch));
+  }
 
   /**
    * Mirrors a provider membership onto the externally managed subscriptions that carry its
@@ -156,16 +207,6 @@ export class SubscriptionsService {
     const r = await this.extpay.retrieveMembership(conn, membershipId);
     if (r.kind === 'error') throw providerFailure(r, 'return the membership');
     return this.mirror(teamId, sub.id, r.membership, sub.membership_ref ? undefined : { orderId: sub.order_id });
-  }
-
-  /**
-   * Rebill Now. Externally managed: refused as spec 4.5 words it (the provider bills). Card: there is
-   * no rebill engine yet, so it is refused rather than pretended.
-   */
-  async rebillNow(teamId: string, id: string): Promise<never> {
-    const sub = await this.find(teamId, id);
-    if (sub.externally_managed) throw new ApiError('subscription_externally_managed');
-    throw new ApiError('rebill_unavailable', 'Rebill Now is not available yet for card subscriptions: card rebills are not built, so nothing was charged.');
   }
 
   private async find(teamId: string, id: string): Promise<Row<'subscriptions'>> {
@@ -277,17 +318,20 @@ export class SubscriptionsService {
   async createForOrder(
     trx: Tx,
     teamId: string,
-    order: { id: string; customer_id: string; currency: string },
+    order: { id: string; customer_id: string; currency: string; payment_method_id?: string | null },
     lines: RecurringLine[],
-    now = new Date(),
+    now = this.now(),
     /** extpay: the provider bills; status and next billing date are mirrored from it, never computed. */
     external?: ExternalBilling,
   ) {
     const created: Row<'subscriptions'>[] = [];
+    const timeZone = external ? 'UTC' : await this.timeZoneOf(trx, teamId);
     for (const { offer, quantity } of lines) {
       if (offer.billing_type === 'one_time' || !offer.interval_unit || !offer.interval_count) continue;
       const trial = offer.billing_type === 'trial' && offer.trial_days;
-      const next = trial ? addInterval(now, 'day', offer.trial_days!) : addInterval(now, offer.interval_unit, offer.interval_count);
+      // Card: billed here on the schedule (schedule.ts): cycle 1 after the trial, or one interval after the purchase.
+      const schedule = { interval_unit: offer.interval_unit, interval_count: offer.interval_count, ...initialSchedule(now, trial ? offer.trial_days : null) };
+      const next = dueAt(schedule, 1, timeZone, this.billing.settings.hour);
       created.push(
         await repo.insertSubscription(trx, {
           id: newId('subscription'),
@@ -304,6 +348,8 @@ export class SubscriptionsService {
           recurring_price: (offer.recurring_price ?? 0) * quantity + (offer.recurring_shipping ?? 0),
           currency: order.currency,
           next_billing_at: external ? (external.nextBillingAt ?? null) : next,
+          quantity,
+          ...(external ? {} : { payment_method_id: order.payment_method_id ?? null, billing_anchor: schedule.billing_anchor, anchor_cycle: schedule.anchor_cycle }),
           ...(external?.status ? { status: external.status } : {}),
         }),
       );

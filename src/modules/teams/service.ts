@@ -1,7 +1,7 @@
 import { ApiError } from '../../app/errors.ts';
 import { newId, randomToken } from '../../app/ids.ts';
 import { sha256Hex } from '../../app/secrets.ts';
-import type { Store } from '../../db/database.ts';
+import type { Executor, Store } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
@@ -35,6 +35,11 @@ export function tokenView(t: Row<'api_tokens'>) {
 
 export class TeamsService {
   constructor(private readonly store: Store) {}
+
+  /** The IANA time zone the team's billing days and nightly rebill hour are counted in (UTC unless set). */
+  async timeZoneOf(db: Executor, teamId: string): Promise<string> {
+    return (await repo.findTeam(db, teamId))?.time_zone ?? 'UTC';
+  }
 
   async createTeam(name: string): Promise<Row<'teams'>> {
     return this.store.run((db) => repo.insertTeam(db, { id: newId('team'), name }));
