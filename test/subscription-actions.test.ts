@@ -386,19 +386,20 @@ describe('card subscriptions: changed here, with state checks', () => {
     expect((await row(sub.id)).next_billing_at?.toISOString()).toBe(sub.next_billing_at);
   });
 
-  it('Sync from Provider and Rebill Now are refused, and nothing changes', async () => {
+  it('Sync from Provider is refused and changes nothing; Rebill Now bills the next cycle on the saved card', async () => {
     const sub = await cardSubscription();
     const before = await row(sub.id);
     const sync = await team.api.post(`/v1/subscriptions/${sub.id}/sync`);
     expect(sync.status).toBe(409);
     expect(sync.body).toMatchObject({ error: { code: 'subscription_not_actionable' } });
     expect(sync.body.message).toMatch(/only subscriptions billed by an external provider can be synced/i);
-    const rebill = await team.api.post(`/v1/subscriptions/${sub.id}/rebill`);
-    expect(rebill.status).toBe(409);
-    expect(rebill.body.error.code).toBe('rebill_unavailable');
-    expect(rebill.body.message).toMatch(/card rebills are not built/);
     expect(await row(sub.id)).toEqual(before);
     expect(await updatedEvents(sub.order_number)).toEqual([]);
+    // A listed test card: approved without a gateway (test/rebills.test.ts bills through the sandbox).
+    const rebill = await team.api.post(`/v1/subscriptions/${sub.id}/rebill`);
+    expect(rebill.status, rebill.text).toBe(200);
+    expect(rebill.body.data).toMatchObject({ cycle: 1, subscription: { id: sub.id, status: 'active' } });
+    expect((await row(sub.id)).cycle).toBe(1);
   });
 
   it('another team gets 404 and the subscription is unchanged', async () => {
