@@ -48,6 +48,7 @@ afterAll(async () => {
 
 /** Ids of everything the team has, from every list route without a path parameter. */
 async function refreshIds(): Promise<void> {
+  pool.clear();
   for (const path of listPaths) {
     const r = await team.api.get(`${path}?limit=100`);
     if (r.status !== 200 || !Array.isArray(r.body?.data)) continue;
@@ -72,6 +73,13 @@ async function send(c: FuzzCase): Promise<ApiResponse> {
   headers['content-type'] = c.transport.contentType;
   return team.api.request(c.op.method, c.url, JSON.stringify(c.body), headers);
 }
+
+it('sees a write: the half-written check is not blind', async () => {
+  expect(probe.tableNames).toEqual(expect.arrayContaining(['orders', 'products', 'customers', 'transactions']));
+  const before = await probe.snapshot(team.teamId);
+  await app.ctx.services.catalog.createProduct(team.teamId, { name: 'Probe' });
+  expect(TeamStateProbe.changed(before, await probe.snapshot(team.teamId))).toEqual(['products']);
+});
 
 it(`answers ${RUNS} hostile requests without a 5xx, always in the error envelope, writing nothing when it refuses`, async () => {
   const spec = (await team.api.get('/openapi.json')).body;

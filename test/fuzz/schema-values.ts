@@ -42,6 +42,12 @@ export class IdPool {
     }
   }
 
+  /** Forgets every id: the next lists say what still exists. */
+  clear(): void {
+    this.byPrefix.clear();
+    this.byCollection.clear();
+  }
+
   any(): string[] {
     return [...this.byPrefix.values()].flat();
   }
@@ -128,8 +134,8 @@ export class ValueGenerator {
     for (const [key, sub] of Object.entries(props)) model[key] = this.valid(sub, key, depth + 1);
     const required = (s.required ?? []).filter((k) => k in props);
     // Optional fields often exclude one another (a gateway or a router, percent or amount off):
-    // half the objects carry only what is required.
-    const lean = Object.fromEntries(required.map((k) => [k, model[k]!]));
+    // half the objects carry only what is required, and the fields we have likely values for.
+    const lean = Object.fromEntries(Object.keys(props).filter((k) => required.includes(k) || k in this.hints).map((k) => [k, model[k]!]));
     return fc.oneof(fc.record(model, { requiredKeys: required }), fc.record(lean));
   }
 

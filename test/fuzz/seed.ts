@@ -62,6 +62,7 @@ export async function seedTeam(api: ApiClient, sandboxUrl: string): Promise<void
 export function fieldHints(sandboxUrl: string) {
   return {
     currency: ['USD'],
+    email: ['fuzz.a@example.com', 'fuzz.b@example.com', 'fuzz.seed@example.com'],
     card_number: [SANDBOX_CARDS.approve, SANDBOX_CARDS.doNotHonor, SANDBOX_CARDS.insufficientFunds, '4242424242424242'],
     card_exp: ['12/39'],
     card_cvv: ['123'],
