@@ -4,7 +4,7 @@ import { ApiError, type FieldError } from './errors.ts';
 
 /**
  * Input PostgreSQL cannot take, refused before any handler sees it (issue 11: bad input never
- * gives a 5xx). Three guards, registered once for every route:
+ * gives a 5xx). Four guards, registered once for every route:
  *
  * - JSON bodies nested deeper than MAX_JSON_DEPTH are refused as malformed before they are
  *   parsed, so nothing downstream (validation, the idempotency fingerprint) recurses over them.
@@ -59,9 +59,13 @@ function printable(key: string): string {
  */
 export function unstorablePaths(root: unknown, prefix: string, maxDepth = MAX_JSON_DEPTH * 2): FieldError[] {
   const found: FieldError[] = [];
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: prefix, depth: 0 }];
+  const stack: { value: unknown; path: string; depth: number; badKey?: true }[] = [{ value: root, path: prefix, depth: 0 }];
   while (stack.length > 0 && found.length < 20) {
-    const { value, path, depth } = stack.pop()!;
+    const { value, path, depth, badKey } = stack.pop()!;
+    if (badKey) {
+      found.push({ path, message: 'is a key with a NUL character or an unpaired UTF-16 surrogate, which cannot be stored' });
+      continue;
+    }
     if (typeof value === 'string') {
       if (!isStorableText(value)) found.push({ path: path || '(root)', message: 'contains a NUL character or an unpaired UTF-16 surrogate, which cannot be stored' });
       continue;
@@ -75,8 +79,7 @@ export function unstorablePaths(root: unknown, prefix: string, maxDepth = MAX_JS
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, child] = entries[i]!;
       const childPath = path ? `${path}.${printable(key)}` : printable(key);
-      if (!isStorableText(key)) found.push({ path: childPath, message: 'is a key with a NUL character or an unpaired UTF-16 surrogate, which cannot be stored' });
-      else stack.push({ value: child, path: childPath, depth: depth + 1 });
+      stack.push(isStorableText(key) ? { value: child, path: childPath, depth: depth + 1 } : { value: null, path: childPath, depth, badKey: true });
     }
   }
   return found;
