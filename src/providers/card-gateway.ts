@@ -22,6 +22,9 @@ export interface SaleRequest {
   billing?: { line1?: string; city?: string; state?: string; postal_code?: string; country?: string } | null;
 }
 
+/** A card verified and saved without a charge (NMI `type=validate` with `customer_vault=add_customer`). */
+export type ValidateRequest = Omit<SaleRequest, 'amount' | 'card' | 'vaultRef' | 'saveCard'> & { card: CardInput };
+
 /**
  * What the gateway said, as a value. `retryable` on a decline or an error means the same card may be
  * tried on another gateway (salvage): it is false whenever the charge may already have gone through.
@@ -93,6 +96,8 @@ export type GatewayQueryResult =
 export interface CardGatewayAdapter {
   readonly kind: string;
   sale(account: GatewayAccount, req: SaleRequest): Promise<GatewayResult>;
+  /** Checks a card with its issuer and saves it to the gateway's vault, charging nothing ($0 first payments). */
+  validate(account: GatewayAccount, req: ValidateRequest): Promise<GatewayResult>;
   refund(account: GatewayAccount, req: { transactionId: string; amount: number; currency: string; attemptId: string }): Promise<GatewayResult>;
   void(account: GatewayAccount, req: { transactionId: string; attemptId: string }): Promise<GatewayResult>;
   /** Asks the gateway what happened to an attempt whose answer was lost. Never throws for expected outcomes. */

@@ -45,6 +45,14 @@ export interface ChargeRequest {
 }
 
 /**
+ * A $0 first payment (a free trial, a fully discounted cart): the card the customer typed is
+ * checked with its issuer and saved for merchant-initiated charges, and nothing is charged. A
+ * redirect-capable provider may answer `redirect` (3-D Secure), settled by Capture like a paid
+ * first payment; the approved answer's `providerRef` is then the authenticated payment rebills chain to.
+ */
+export type VerifyRequest = Omit<ChargeRequest, 'amount' | 'card' | 'saved' | 'saveCard' | 'description'> & { card: NonNullable<ChargeRequest['card']> };
+
+/**
  * What a charge came to. `unknown`: the provider may or may not have charged (a timeout, a broken
  * answer); the attempt stays open until the provider is asked again (`findCharge`).
  */
@@ -136,7 +144,13 @@ export interface PaymentProvider<Account> {
 }
 
 /** A card gateway: an account is its base URL and credentials. */
-export type CardProvider = PaymentProvider<GatewayAccount>;
+export interface CardProvider extends PaymentProvider<GatewayAccount> {
+  /**
+   * Verifies and saves a card without charging it (see `VerifyRequest`). Found again after a lost
+   * answer by `findCharge` with the same attempt id, like a charge.
+   */
+  verify(account: GatewayAccount, req: VerifyRequest): Promise<ChargeOutcome>;
+}
 
 /** The card providers by gateway kind. */
 export type CardProviders = Readonly<Record<string, CardProvider>>;

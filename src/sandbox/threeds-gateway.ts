@@ -189,7 +189,7 @@ const HttpUrl = z.url({ protocol: /^https?$/ }).max(2000);
 
 const CreatePaymentBody = z
   .object({
-    amount: z.number().int().positive().max(99_999_999),
+    amount: z.number().int().nonnegative().max(99_999_999),
     currency: z.string().regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code'),
     reference: z.string().min(1).max(200),
     card: z
@@ -354,6 +354,9 @@ export class ThreeDsSandboxGateway {
     if (mit && (!b.payment_method || !b.original_payment_id))
       return invalid('parameter_missing', 'A merchant_initiated payment needs payment_method and original_payment_id.', b.payment_method ? 'original_payment_id' : 'payment_method');
     if (!mit && b.original_payment_id) return invalid('parameter_invalid', 'original_payment_id applies only to merchant_initiated payments.', 'original_payment_id');
+    // A zero amount is a setup: a new card authenticated and saved, nothing charged.
+    if (b.amount === 0 && (mit || !b.card || b.save_payment_method !== true))
+      return invalid('parameter_invalid', 'amount: must be greater than 0, except for a setup (a new card with save_payment_method true, not merchant_initiated).', 'amount');
 
     const acct = this.account(apiKey);
     let card: CardSummary;
@@ -480,6 +483,7 @@ export class ThreeDsSandboxGateway {
     const p = this.payments.get(parsed.data.payment_id);
     if (!p || p.apiKey !== apiKey) return error(400, 'invalid_request_error', 'resource_missing', `No such payment: '${parsed.data.payment_id.slice(0, 80)}'`, 'payment_id');
     if (p.status !== 'succeeded') return invalid('payment_not_refundable', `A payment with status ${p.status} cannot be refunded.`, 'payment_id');
+    if (p.amount === 0) return invalid('payment_not_refundable', 'A setup (amount 0) charged nothing to refund.', 'payment_id');
     const left = p.amount - p.amountRefunded;
     if (left === 0) return invalid('charge_already_refunded', 'This payment has already been refunded in full.', 'payment_id');
     const amount = parsed.data.amount ?? left;

@@ -32,6 +32,8 @@ export function paymentResult(outcome: ChargeOutcome, view: PaymentResult['data'
   const data = { ...view, redirect_required: false, transaction_id: transactions.at(-1)?.id ?? null, attempts: transactions.length };
   switch (outcome.kind) {
     case 'approved':
+      // Nothing was due: the card was verified and saved for the subscription's rebills, not charged.
+      if (transactions.at(-1)?.type === 'verification') return { outcome: 'approved', success: true, message: 'Card verified and saved; nothing was charged.', data };
       return { outcome: 'approved', success: true, message: 'Payment approved.', data };
     case 'declined':
       return { outcome: 'declined', success: false, message: `Payment declined: ${outcome.text}`, data, error: { type: 'card_error', code: 'payment_declined', decline_code: outcome.code ?? null } };
@@ -113,7 +115,7 @@ export class CardFirstPayment {
         return r;
       }
       const call = step;
-      const outcome = await this.d.payments.sendCharge(call.gateway, this.d.payments.first.chargeRequest(req, call.attempt.id));
+      const outcome = await this.d.payments.sendFirstPayment(call.gateway, call.attempt, req);
       const next = await this.d.store.transaction(async (trx): Promise<{ result: PaymentResult } | { step: FirstStep }> => {
         const current = (await this.d.orders.rows.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
         const recorded = await this.d.payments.first.record(trx, req, call, outcome);

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
+import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
 export async function insertTransaction(db: Executor, row: NewRow<'transactions'>): Promise<Row<'transactions'>> {
   return db.insertInto('transactions').values(row).returningAll().executeTakeFirstOrThrow();
@@ -73,7 +74,7 @@ export async function findByProviderRef(db: Executor, teamId: string, gatewayId:
     .where('team_id', '=', teamId)
     .where('gateway_id', '=', gatewayId)
     .where('provider_ref', '=', providerRef)
-    .where('type', '=', 'sale')
+    .where('type', 'in', FIRST_PAYMENT_TYPES)
     .executeTakeFirst();
 }
 
@@ -86,7 +87,7 @@ export async function listStalePending(db: Executor, olderThan: Date, limit: num
   return db
     .selectFrom('transactions')
     .selectAll()
-    .where('type', '=', 'sale')
+    .where('type', 'in', FIRST_PAYMENT_TYPES)
     .where('status', '=', 'pending')
     .where('in_flight', '=', false)
     .where((eb) =>

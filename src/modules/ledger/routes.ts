@@ -7,7 +7,10 @@ import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
 const TransactionsQuery = ListQuery.extend({
   order_number: Id('ord').optional(),
   status: z.enum(['approved', 'declined', 'pending', 'refunded', 'voided']).optional(),
-  type: z.enum(['sale', 'auth', 'capture', 'refund', 'void', 'chargeback']).optional(),
+  type: z
+    .enum(['sale', 'verification', 'auth', 'capture', 'refund', 'void', 'chargeback'])
+    .optional()
+    .describe('`verification`: a $0 first payment (free trial, fully discounted cart) or a card replacement that checked and saved a card, amount 0, nothing charged'),
   is_test: BoolQuery,
 }).strict();
 

@@ -6,6 +6,7 @@ import type { Row } from '../../db/schema.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import * as repo from './repo.ts';
 import { closeAttempt, moveTransaction } from './moves.ts';
+import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 import { type FirstPaymentOutcome, EXTPAY_REFUND_REQUESTED, type ListTransactionsQuery, transactionView, type TransactionView } from './views.ts';
 import { ExtpayLedger } from './external.ts';
 
@@ -142,7 +143,7 @@ export class LedgerService {
   /** The order's first-payment transaction awaiting the customer or the gateway (Capture's target). */
   async findCapturable(db: Executor, teamId: string, orderId: string): Promise<Row<'transactions'> | undefined> {
     const all = await repo.listOrderTransactions(db, teamId, orderId);
-    return all.filter((t) => t.type === 'sale' && t.status === 'pending' && !t.upsell_id && (t.provider_ref || t.plan_ref)).at(-1);
+    return all.filter((t) => (FIRST_PAYMENT_TYPES as readonly string[]).includes(t.type) && t.status === 'pending' && !t.upsell_id && (t.provider_ref || t.plan_ref)).at(-1);
   }
 
   listStalePending(olderThan: Date, limit: number) {

@@ -50,13 +50,13 @@ export interface FirstChargeRequest {
 export function attemptRow(
   req: { teamId: string; orderId: string; amount: number; currency: string },
   card: CardSummary | null,
-  row: { id?: string; status: 'approved' | 'declined' | 'pending'; gatewayId: string | null; routerId?: string | null; attempt?: number; code: string; text: string },
+  row: { id?: string; type?: 'sale' | 'verification'; status: 'approved' | 'declined' | 'pending'; gatewayId: string | null; routerId?: string | null; attempt?: number; code: string; text: string },
 ): NewRow<'transactions'> {
   return {
     id: row.id ?? newId('transaction'),
     team_id: req.teamId,
     order_id: req.orderId,
-    type: 'sale',
+    type: row.type ?? 'sale',
     status: row.status,
     amount: req.amount,
     currency: req.currency,

@@ -1,16 +1,18 @@
 import { newId } from '../../app/ids.ts';
 import type { Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
-import type { ChargeOutcome, ChargeRequest } from '../../providers/provider.ts';
+import type { ChargeOutcome, ChargeRequest, VerifyRequest } from '../../providers/provider.ts';
 import { type FraudService, velocityBlockText } from '../fraud/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
 import { type CardSummary, summarizeCard } from '../../providers/card.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import { attemptRow, type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
+import { firstPaymentType } from './states.ts';
 
 /**
- * The first payment of an order in atomic phases. `open` runs in the transaction that claims the
+ * The first payment of an order in atomic phases. Nothing due (a free trial, a fully discounted
+ * cart) makes it a verification: the same phases and routing, the card checked and saved at $0. `open` runs in the transaction that claims the
  * order: BIN block, fraud velocity rules and test cards are decided there (no provider call),
  * otherwise the first routable gateway's volume is reserved and an attempt row is committed in flight. After the
  * provider answered, `record` runs in the transaction that settles the order: it closes the
@@ -52,14 +54,14 @@ export class FirstPaymentLedger {
     const card = summarizeCard(req.card);
     if (await this.gateways.isBinBlocked(trx, req.teamId, req.card.number)) {
       const text = `The card's BIN ${card.bin} is blocked by this merchant.`;
-      const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, code: 'bin_blocked', text }));
+      const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'declined', gatewayId: null, code: 'bin_blocked', text }));
       return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'bin_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
     }
     // Velocity rules count every card first payment past the blacklist, listed test cards included.
     const screened = await this.fraud?.screen(trx, { teamId: req.teamId, orderId: req.orderId, cardNumber: req.card.number, email: req.payer.email, ipAddress: req.ipAddress });
     if (screened?.kind === 'blocked') {
       const text = velocityBlockText(screened.rule);
-      const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, code: 'velocity_blocked', text }));
+      const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'declined', gatewayId: null, code: 'velocity_blocked', text }));
       return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'velocity_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
     }
     const plan = await this.plan(trx, req.teamId, req.route);
@@ -69,7 +71,7 @@ export class FirstPaymentLedger {
       const id = newId('transaction');
       const method = await this.saveMethod(trx, req, card, gatewayId, null, id, true);
       const t = await this.ledger.rows.insertTransaction(trx, {
-        ...attemptRow(req, card, { id, status: 'approved', gatewayId, routerId: plan.routerId, code: 'test_card', text: 'Approved: test card (no gateway was called)' }),
+        ...attemptRow(req, card, { type: firstPaymentType(req.amount), id, status: 'approved', gatewayId, routerId: plan.routerId, code: 'test_card', text: 'Approved: test card (no gateway was called)' }),
         provider_ref: `test_${id}`,
         is_test: true,
         payment_method_id: method.id,
@@ -94,7 +96,7 @@ export class FirstPaymentLedger {
         continue;
       }
       const attempt = await this.ledger.rows.insertTransaction(trx, {
-        ...attemptRow(req, card, { status: 'pending', gatewayId: gateway.id, routerId: plan.routerId, attempt: tried + 1, code: 'in_flight', text: 'Sent to the gateway; waiting for its answer' }),
+        ...attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'pending', gatewayId: gateway.id, routerId: plan.routerId, attempt: tried + 1, code: 'in_flight', text: 'Sent to the gateway; waiting for its answer' }),
         step: FIRST_PAYMENT,
         in_flight: true,
         volume_month: volume.month,
@@ -109,7 +111,7 @@ export class FirstPaymentLedger {
     const text = plan.skipped.length
       ? `No payment gateway is available: ${plan.skipped.map((s) => `${s.gateway_id} ${s.reason.replace(/_/g, ' ')}`).join(', ')}.`
       : 'No payment gateway is configured for this campaign.';
-    const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text }));
+    const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text }));
     return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'no_route', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
   }
 
@@ -126,6 +128,11 @@ export class FirstPaymentLedger {
       billing: req.billing,
       redirect: req.redirect,
     };
+  }
+
+  /** What phase 2 sends when nothing is due (a verification attempt): the card to check and save, charging nothing. */
+  verifyRequest(req: FirstChargeRequest, attemptId: string): VerifyRequest {
+    return { attemptId, orderId: req.orderId, currency: req.currency, card: req.card, payer: req.payer, billing: req.billing, redirect: req.redirect };
   }
 
   /**

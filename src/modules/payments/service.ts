@@ -2,7 +2,7 @@ import { ApiError, invalid } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
-import { type BoundProvider, bindProvider, type PaymentProvider, type CardProviders, type CardProvider, type ChargeOutcome, type ChargeRequest, type Found, type Payer, providerFor, type ReversalOutcome } from '../../providers/provider.ts';
+import { type BoundProvider, bindProvider, type PaymentProvider, type CardProviders, type CardProvider, type ChargeOutcome, type ChargeRequest, type Found, type Payer, providerFor, type ReversalOutcome, type VerifyRequest } from '../../providers/provider.ts';
 import type {
   ExtpayConnection,
   ExtpayDispute,
@@ -18,7 +18,8 @@ import type { FraudService } from '../fraud/service.ts';
 import type { GatewaysService } from '../gateways/service.ts';
 import type { PaymentInput } from '../orders/schemas.ts';
 import type { CardInput, CardSummary } from '../../providers/card.ts';
-import { attemptRow } from './attempts.ts';
+import { attemptRow, type FirstChargeRequest } from './attempts.ts';
+import { FIRST_PAYMENT_TYPES } from './states.ts';
 import { FIRST_PAYMENT, FirstPaymentLedger } from './first-payment.ts';
 import type { LedgerService } from '../ledger/service.ts';
 
@@ -46,6 +47,8 @@ export type UpsellStep =
   | { kind: 'done'; outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>; transaction: Row<'transactions'> };
 
 export type { ExternalPaid, FirstPaymentOutcome } from '../ledger/views.ts';
+
+const isFirstPaymentType = (type: string) => (FIRST_PAYMENT_TYPES as readonly string[]).includes(type);
 
 /** A charge no provider saw: a listed test card (or a sale recorded without a provider reference). */
 function isTestCharge(sale: Row<'transactions'>): boolean {
@@ -172,6 +175,16 @@ export class PaymentsService {
   /** Phase 2: the provider call, holding no lock. */
   sendCharge(gateway: Row<'gateways'>, request: ChargeRequest): Promise<ChargeOutcome> {
     return this.provider(gateway).charge(this.gateways.account(gateway), request);
+  }
+
+  /** Phase 2 of a card verification ($0: check and save the card, charge nothing), holding no lock. */
+  sendVerification(gateway: Row<'gateways'>, request: VerifyRequest): Promise<ChargeOutcome> {
+    return this.provider(gateway).verify(this.gateways.account(gateway), request);
+  }
+
+  /** Phase 2 of a first payment's attempt: a charge, or a verification when nothing is due. */
+  sendFirstPayment(gateway: Row<'gateways'>, attempt: Row<'transactions'>, req: FirstChargeRequest): Promise<ChargeOutcome> {
+    return attempt.type === 'verification' ? this.sendVerification(gateway, this.first.verifyRequest(req, attempt.id)) : this.sendCharge(gateway, this.first.chargeRequest(req, attempt.id));
   }
 
   /** Phase 3 for any attempt (first payment, upsell): see FirstPaymentLedger.close. */
@@ -327,7 +340,7 @@ export class PaymentsService {
   /** Whether the order's latest first-payment attempt went to a gateway that redirects (3-D Secure) and was answered there. */
   async lastFirstPaymentWasRedirected(teamId: string, orderId: string): Promise<boolean> {
     return this.store.run(async (db) => {
-      const last = (await this.ledger.rows.listOrderTransactions(db, teamId, orderId)).filter((t) => t.type === 'sale' && !t.upsell_id).at(-1);
+      const last = (await this.ledger.rows.listOrderTransactions(db, teamId, orderId)).filter((t) => isFirstPaymentType(t.type) && !t.upsell_id).at(-1);
       if (!last?.gateway_id || !last.provider_ref) return false;
       const gateway = await this.gateways.findGateway(db, teamId, last.gateway_id);
       return gateway ? this.provider(gateway).capabilities.redirect : false;

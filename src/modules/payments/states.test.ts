@@ -55,7 +55,7 @@ describe('payment state machines', () => {
     expect(transactionMachine('refund')).toBe(REFUND);
     expect(transactionMachine('void')).toBe(VOID);
     expect(transactionMachine('chargeback')).toBe(CHARGEBACK);
-    expect(Object.keys(TRANSACTION_MACHINES)).toEqual(['sale', 'refund', 'void', 'chargeback']);
+    expect(Object.keys(TRANSACTION_MACHINES)).toEqual(['sale', 'verification', 'refund', 'void', 'chargeback']);
     expect(() => transactionMachine('toString')).toThrow(/No state machine/);
   });
 

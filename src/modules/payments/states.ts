@@ -63,6 +63,23 @@ export const SALE_MOVES = {
 /** Initial: a card attempt (`in_flight`), an extpay checkout or upsell (`pending`), and rows decided without a provider call (test card, free upsell, renewal, BIN block, no route). */
 export const SALE = defineMachine('sale', SALE_MOVES, { states: TRANSACTION_STATES, initial: ['in_flight', 'pending', 'approved', 'declined'] });
 
+/**
+ * A verification: a $0 first payment (a free trial, a fully discounted cart) that checks the card
+ * and saves it, charging nothing (NMI `validate`, the 3-D Secure gateway's zero-amount setup). Its
+ * attempt moves as a sale's does (a 3-D Secure setup waits `pending` for the customer).
+ */
+export const VERIFICATION_MOVES = SALE_MOVES;
+export const VERIFICATION = defineMachine('verification', VERIFICATION_MOVES, { states: TRANSACTION_STATES, initial: ['in_flight', 'approved', 'declined'] });
+
+/** The transaction types a first payment's attempt can have: a sale, or (nothing due) a verification. */
+export const FIRST_PAYMENT_TYPES = ['sale', 'verification'] as const;
+export type FirstPaymentType = (typeof FIRST_PAYMENT_TYPES)[number];
+
+/** What a first payment of `amount` is: nothing due is a verification of the card, not a $0 sale (a gateway refuses those). */
+export function firstPaymentType(amount: number): FirstPaymentType {
+  return amount === 0 ? 'verification' : 'sale';
+}
+
 type ReversalState = Exclude<TransactionState, 'pending'>;
 
 /**
@@ -94,10 +111,10 @@ export const CHARGEBACK_MOVES = { approved: [] } as const satisfies Partial<Reco
 
 export const CHARGEBACK = defineMachine('chargeback', CHARGEBACK_MOVES, { initial: ['approved'] });
 
-export const TRANSACTION_MACHINES = { sale: SALE, refund: REFUND, void: VOID, chargeback: CHARGEBACK } as const;
+export const TRANSACTION_MACHINES = { sale: SALE, verification: VERIFICATION, refund: REFUND, void: VOID, chargeback: CHARGEBACK } as const;
 export type TransactionType = keyof typeof TRANSACTION_MACHINES;
 
-/** The machine of a transaction row's `type` (sale, refund, void, chargeback). */
+/** The machine of a transaction row's `type` (sale, verification, refund, void, chargeback). */
 export function transactionMachine(type: string): (typeof TRANSACTION_MACHINES)[TransactionType] {
   if (!Object.hasOwn(TRANSACTION_MACHINES, type)) throw new Error(`No state machine for transactions of type ${type}`);
   return TRANSACTION_MACHINES[type as TransactionType];

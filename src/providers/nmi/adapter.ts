@@ -8,6 +8,7 @@ import {
   type GatewayQueryRequest,
   type GatewayQueryResult,
   type SaleRequest,
+  type ValidateRequest,
   formatMajorAmount,
   parseMajorAmount,
 } from '../card-gateway.ts';
@@ -73,6 +74,18 @@ export function buildSaleForm(account: GatewayAccount, req: SaleRequest): URLSea
   setIfPresent(form, 'zip', req.billing?.postal_code);
   setIfPresent(form, 'country', req.billing?.country);
   setIfPresent(form, 'descriptor', account.descriptor);
+  return form;
+}
+
+/**
+ * NMI's account verification (`type=validate`, amount 0.00): the issuer checks the card and nothing
+ * is charged; `customer_vault=add_customer` saves it, so the approved answer carries the
+ * `customer_vault_id` later sales charge. Our attempt id is the `orderid`, as on a sale, so the Query
+ * API finds it after a crash. Holds the card number in memory only.
+ */
+export function buildValidateForm(account: GatewayAccount, req: ValidateRequest): URLSearchParams {
+  const form = buildSaleForm(account, { ...req, amount: 0, saveCard: true });
+  form.set('type', 'validate');
   return form;
 }
 
@@ -380,6 +393,10 @@ export class NmiAdapter implements CardGatewayAdapter {
 
   sale(account: GatewayAccount, req: SaleRequest): Promise<GatewayResult> {
     return this.transact(account, buildSaleForm(account, req));
+  }
+
+  validate(account: GatewayAccount, req: ValidateRequest): Promise<GatewayResult> {
+    return this.transact(account, buildValidateForm(account, req));
   }
 
   refund(account: GatewayAccount, req: { transactionId: string; amount: number; currency: string; attemptId: string }): Promise<GatewayResult> {

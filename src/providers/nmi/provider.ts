@@ -21,11 +21,11 @@ function reversalOutcome(r: GatewayResult): ReversalOutcome {
 
 /** NMI's Direct Post gateway: synchronous card charges; lost answers are found again with the Query API by our order id. */
 export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
-  const find = async (account: GatewayAccount, attemptId: string, type: string) => {
+  const find = async (account: GatewayAccount, attemptId: string, types: readonly string[]) => {
     const r = await adapter.query(account, { orderId: attemptId });
     if (r.kind === 'error') return { kind: 'unknown' as const, providerRef: null, code: 'query_failed', text: r.message };
     if (r.kind === 'not_found') return { kind: 'not_found' as const };
-    const mine = r.transactions.filter((t) => t.type === type);
+    const mine = r.transactions.filter((t) => types.includes(t.type));
     // An approved one wins: a retried request may have left a declined twin beside it.
     const t = mine.find((x) => x.status === 'approved') ?? mine.at(-1);
     return t ?? { kind: 'not_found' as const };
@@ -46,6 +46,10 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
       });
       return nmiChargeOutcome(r);
     },
+    async verify(account, req) {
+      const r = await adapter.validate(account, { currency: req.currency, orderId: req.orderId, attemptId: req.attemptId, card: req.card, customer: req.payer, billing: req.billing ?? null });
+      return nmiChargeOutcome(r);
+    },
     async retrieve() {
       return { kind: 'unknown', providerRef: null, code: 'not_capturable', text: 'An NMI sale is settled when it is answered; there is nothing to re-check.' };
     },
@@ -54,7 +58,8 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
     },
     async findCharge(account, attempt) {
       const attemptId = attempt.id;
-      const t = await find(account, attemptId, 'sale');
+      // Our attempt ids are unique: an attempt made a sale, or (a $0 first payment) a validate.
+      const t = await find(account, attemptId, ['sale', 'validate']);
       if (!('status' in t)) return t;
       if (t.status === 'approved') return { kind: 'approved', providerRef: t.transactionId, authCode: t.authCode, code: t.responseCode, text: t.responseText || 'Approved', vaultRef: t.vaultRef };
       return { kind: 'declined', providerRef: t.transactionId, code: t.responseCode, text: t.responseText || 'Declined', retryable: false, hard: classifyNmi(t.responseCode).outcome === 'hard_decline' };
@@ -73,7 +78,7 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
         const sale = r.kind === 'found' ? r.transactions.find((t) => t.transactionId === req.chargeRef) : undefined;
         return sale?.voided ? { kind: 'approved', providerRef: sale.transactionId, code: '100', text: 'Voided' } : { kind: 'not_found' };
       }
-      const t = await find(account, req.attemptId, req.type);
+      const t = await find(account, req.attemptId, [req.type]);
       if (!('status' in t)) return t;
       return t.status === 'approved'
         ? { kind: 'approved', providerRef: t.transactionId, code: t.responseCode, text: t.responseText || 'Approved' }

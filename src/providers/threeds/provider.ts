@@ -55,6 +55,22 @@ export function threeDsProvider(adapter: ThreeDsGatewayAdapter): CardProvider {
       });
       return threeDsChargeOutcome(r);
     },
+    async verify(account, req) {
+      // A zero-amount setup: customer-initiated like a first payment (3-D Secure, its redirect), saving the card.
+      const r = await adapter.createPayment(acc(account), {
+        amount: 0,
+        currency: req.currency,
+        attemptId: req.attemptId,
+        card: req.card,
+        customer: req.payer,
+        riskSessionId: req.redirect?.riskSessionId ?? null,
+        returnUrl: req.redirect?.returnUrl ?? null,
+        cancelUrl: req.redirect?.cancelUrl ?? null,
+        savePaymentMethod: true,
+        merchantInitiated: null,
+      });
+      return threeDsChargeOutcome(r);
+    },
     async retrieve(account, providerRef) {
       return threeDsChargeOutcome(await adapter.retrievePayment(acc(account), providerRef));
     },

@@ -89,7 +89,9 @@ function present(v: string | null | undefined): string | undefined {
 export function buildPaymentBody(req: ThreeDsPaymentRequest): Record<string, unknown> {
   if (!req.card === !req.paymentMethod) throw new Error('a 3DS gateway payment needs exactly one of card or paymentMethod');
   if (req.merchantInitiated && !req.paymentMethod) throw new Error('a merchant-initiated 3DS gateway payment needs a saved paymentMethod');
-  if (!Number.isSafeInteger(req.amount) || req.amount <= 0) throw new RangeError(`amount must be a positive integer in minor units, got ${req.amount}`);
+  // Zero only for a setup: a new card saved without a charge ($0 first payments).
+  const setup = req.amount === 0 && req.card !== undefined && req.savePaymentMethod && !req.merchantInitiated;
+  if (!Number.isSafeInteger(req.amount) || (req.amount <= 0 && !setup)) throw new RangeError(`amount must be a positive integer in minor units (0 only for a setup saving a new card), got ${req.amount}`);
   const body: Record<string, unknown> = {
     amount: req.amount,
     currency: req.currency.toUpperCase(),
