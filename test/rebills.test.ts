@@ -290,3 +290,33 @@ describe('Rebill Now', () => {
     expect(r.body.error.code).toBe('subscription_not_actionable');
   });
 });
+
+describe("the team's time zone", () => {
+  it('bills at the rebill hour in the team zone (DST included); a change reschedules live subscriptions; an unknown zone is 422', async () => {
+    clock.set(new Date('2027-02-20T15:00:00Z'));
+    await useGateway();
+    const s = await subscribe(monthly);
+    expect(s.next_billing_at).toBe('2027-03-20T03:00:00.000Z');
+    expect((await team.api.get('/v1/team')).body.data).toMatchObject({ object: 'team', id: team.teamId, time_zone: 'UTC' });
+    const bad = await team.api.patch('/v1/team', { time_zone: 'Mars/Olympus_Mons' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.fields).toEqual([expect.objectContaining({ path: 'time_zone' })]);
+    try {
+      const r = await team.api.patch('/v1/team', { time_zone: 'America/New_York' });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.data.time_zone).toBe('America/New_York');
+      // 03:00 in New York on March 20, 2027 is daylight time (EDT, UTC−4).
+      expect((await sub(s.id)).next_billing_at?.toISOString()).toBe('2027-03-20T07:00:00.000Z');
+      clock.set(new Date('2027-03-20T06:59:00Z'));
+      await run();
+      expect((await sub(s.id)).cycle).toBe(0);
+      clock.set(new Date('2027-03-20T07:01:00Z'));
+      await run();
+      const row = await sub(s.id);
+      expect(row.cycle).toBe(1);
+      expect(row.next_billing_at?.toISOString()).toBe('2027-04-20T07:00:00.000Z');
+    } finally {
+      expect((await team.api.patch('/v1/team', { time_zone: 'UTC' })).status).toBe(200);
+    }
+  });
+});

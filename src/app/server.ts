@@ -25,6 +25,7 @@ import { registerMailRoutes } from '../modules/mail/routes.ts';
 import { registerPaymentRoutes } from '../modules/ledger/routes.ts';
 import { registerGatewayWebhookRoutes } from '../modules/inbound/routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
+import { registerTeamRoutes } from '../modules/teams/routes.ts';
 import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
@@ -194,6 +195,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerPaymentRoutes(api, ctx);
     registerFulfillmentRoutes(api, ctx);
     registerSubscriptionRoutes(api, ctx);
+    registerTeamRoutes(api, ctx);
     registerEventRoutes(api, ctx);
     registerConnectionRoutes(api, ctx);
     registerGatewayRoutes(api, ctx);

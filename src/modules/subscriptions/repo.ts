@@ -94,3 +94,16 @@ export async function claimDue(db: Executor, now: Date, leaseUntil: Date, limit:
     .returning(['id', 'team_id'])
     .execute();
 }
+
+/** A team's card subscriptions that still bill on a schedule, locked (a time-zone change reschedules them). */
+export async function lockLiveCardSubscriptions(db: Executor, teamId: string): Promise<Row<'subscriptions'>[]> {
+  return db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('externally_managed', '=', false)
+    .where('status', 'in', ['trialing', 'active', 'cancel_at_period_end'])
+    .orderBy('seq')
+    .forUpdate()
+    .execute();
+}

@@ -89,7 +89,7 @@ export interface RecurringLine {
 }
 
 export interface CardBilling {
-  teams: Pick<TeamsService, 'timeZoneOf'>;
+  teams: Pick<TeamsService, 'timeZoneOf' | 'update'>;
   clock: Clock;
   settings: RebillSettings;
 }
@@ -114,6 +114,23 @@ export class SubscriptionsService {
   /** When cycle `cycle` of a card subscription is due: its schedule, the team's time zone, the rebill hour. */
   async dueAt(db: Executor, sub: BillingSchedule & { team_id: string }, cycle: number): Promise<Date> {
     return dueAt(sub, cycle, await this.billing.teams.timeZoneOf(db, sub.team_id), this.billing.settings.hour);
+  }
+
+  /**
+   * A team's settings change (PATCH /v1/team). A new time zone moves every live card subscription's
+   * next billing day to the rebill hour there, in the same transaction; cycles already billed stay.
+   */
+  async updateTeam(teamId: string, patch: { name?: string | undefined; time_zone?: string | undefined }) {
+    return this.store.transaction(async (trx) => {
+      const team = await this.billing.teams.update(trx, teamId, { ...(patch.name ? { name: patch.name } : {}), ...(patch.time_zone ? { time_zone: patch.time_zone } : {}) });
+      if (patch.time_zone) {
+        for (const s of await repo.lockLiveCardSubscriptions(trx, teamId)) {
+          if (!s.billing_anchor) continue;
+          await repo.updateSubscription(trx, teamId, s.id, { next_billing_at: dueAt(s, s.cycle + 1, patch.time_zone, this.billing.settings.hour) });
+        }
+      }
+      return team;
+    });
   }
 
   /** The team's time zone (billing days and the rebill hour are counted there). */

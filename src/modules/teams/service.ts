@@ -33,12 +33,30 @@ export function tokenView(t: Row<'api_tokens'>) {
   };
 }
 
+export function teamView(t: Row<'teams'>) {
+  return { object: 'team' as const, id: t.id, name: t.name, time_zone: t.time_zone, created_at: t.created_at.toISOString() };
+}
+
 export class TeamsService {
   constructor(private readonly store: Store) {}
 
   /** The IANA time zone the team's billing days and nightly rebill hour are counted in (UTC unless set). */
   async timeZoneOf(db: Executor, teamId: string): Promise<string> {
     return (await repo.findTeam(db, teamId))?.time_zone ?? 'UTC';
+  }
+
+  /** The team as GET /v1/team shows it. */
+  async get(teamId: string) {
+    const team = await this.store.run((db) => repo.findTeam(db, teamId));
+    if (!team) throw new ApiError('not_found', 'Team not found.');
+    return teamView(team);
+  }
+
+  /** In the caller's transaction (subscriptions reschedule their billing days in the same one). */
+  async update(db: Executor, teamId: string, patch: { name?: string; time_zone?: string }) {
+    const team = await repo.updateTeam(db, teamId, patch);
+    if (!team) throw new ApiError('not_found', 'Team not found.');
+    return teamView(team);
   }
 
   async createTeam(name: string): Promise<Row<'teams'>> {
