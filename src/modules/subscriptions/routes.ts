@@ -1,7 +1,8 @@
 import type { AppContext } from '../../app/context.ts';
 import { ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
-import { CancelSubscriptionBody, NoFieldsBody, RebillBody, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery } from './schemas.ts';
+import { SubscriptionUpdates } from './manage.ts';
+import { CancelSubscriptionBody, NoFieldsBody, RebillBody, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery, UpdateSubscriptionBody } from './schemas.ts';
 
 const PROVIDER_FIRST =
   'An externally managed subscription (`externally_managed` true, billed by an extpay connection) is changed at the provider first; ' +
@@ -9,8 +10,13 @@ const PROVIDER_FIRST =
   "`provider_rejected` carrying the provider's own message; when it cannot be reached, 502 `gateway_unavailable` (nothing changed here; " +
   'use Sync from Provider to read the outcome). Without a membership reference yet: 409 `membership_missing` (run Sync from Provider first).';
 
+const CARD_RESTART_DATE =
+  'A card subscription keeps its next billing date when it is still ahead; when it passed meanwhile, the next cycle is due at the next ' +
+  "rebill hour in the team's time zone: the cycles missed are skipped, never billed after the fact. ";
+
 export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   const subscriptions = ctx.services.subscriptions;
+  const updates = new SubscriptionUpdates(subscriptions, ctx.services.catalog);
   const tags = ['records'];
   const action = { params: SubscriptionParams, response: { 200: SubscriptionEnvelope } };
 
@@ -23,6 +29,25 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
     ok(await subscriptions.get(teamOf(req), req.params.id)),
   );
 
+  app.patch(
+    '/v1/subscriptions/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Change a card subscription: next billing date, quantity, offer',
+        description:
+          'A card subscription (billed here) only; one billed by an external provider answers 409 `subscription_externally_managed` (the provider ' +
+          'holds its plan). Refused on a `cancelled`, `completed` or `expired` subscription (409 `subscription_not_actionable`) and while a rebill of ' +
+          'it is being charged (409 `payment_in_progress`, retry shortly). A date in the past, a quantity outside 1–100, or an offer that is one-time, ' +
+          'inactive, of another campaign or currency: 422 naming the field. A `paused` subscription keeps a new date for its restart. ' +
+          'Answers the subscription and announces `subscription.updated`.',
+        body: UpdateSubscriptionBody,
+        ...action,
+      },
+    },
+    async (req) => ok(await updates.update(teamOf(req), req.params.id, req.body), 'Subscription updated.'),
+  );
+
   app.post(
     '/v1/subscriptions/:id/cancel',
     {
@@ -30,8 +55,9 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
         tags,
         summary: 'Cancel a subscription',
         description:
-          'At once by default (`cancelled`); with `at_period_end` true it runs until the end of the period already paid for ' +
-          '(`cancel_at_period_end`). A card subscription is changed here; 409 `subscription_not_actionable` when its state does not allow it. ' +
+          'At once by default (`cancelled`; a card subscription records `ended_at` and `end_reason` `cancelled_by_merchant` and is never charged ' +
+          'again, dunning included); with `at_period_end` true it runs until the end of the period already paid for (`cancel_at_period_end`; ' +
+          'a card subscription keeps `next_billing_at` and is ended then instead of charged). A card subscription is changed here; 409 `subscription_not_actionable` when its state does not allow it. ' +
           PROVIDER_FIRST,
         body: CancelSubscriptionBody,
         ...action,
@@ -64,7 +90,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
       schema: {
         tags,
         summary: 'Restart a paused subscription',
-        description: 'Paused → `active`. A card subscription that is not paused: 409 `subscription_not_actionable`. ' + PROVIDER_FIRST,
+        description: 'Paused → `active`. A card subscription that is not paused: 409 `subscription_not_actionable`. ' + CARD_RESTART_DATE + PROVIDER_FIRST,
         body: NoFieldsBody,
         ...action,
       },
@@ -79,7 +105,9 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
         tags,
         summary: 'Reactivate a cancelled subscription',
         description:
-          '`cancelled` or `cancel_at_period_end` → `active`. For an externally managed subscription this un-cancels the membership at the ' +
+          '`cancelled` or `cancel_at_period_end` → `active`. ' +
+          CARD_RESTART_DATE +
+          'For an externally managed subscription this un-cancels the membership at the ' +
           'provider, which accepts only a membership still set to cancel at period end (an ended one is refused: 409 `provider_rejected`). ' +
           PROVIDER_FIRST,
         body: NoFieldsBody,

@@ -23,6 +23,31 @@ export const CancelSubscriptionBody = z
   // A POST without a body arrives as null.
   .nullish();
 
+/** PATCH /v1/subscriptions/{id}: a card subscription's next billing date, quantity or offer. */
+export const UpdateSubscriptionBody = z
+  .object({
+    next_billing_at: z
+      .union([z.iso.date(), z.iso.datetime({ offset: true })], { error: 'must be a date (2027-01-31) or an ISO 8601 date-time with an offset' })
+      .optional()
+      .describe(
+        "The day the next cycle is due, in the future: a date is that day in the team's time zone, a date-time the day it falls on there; " +
+          'billed at the rebill hour. Later cycles count from it (a 31st is billed on the last day of shorter months and on the 31st again after them). ' +
+          'On a `past_due` subscription it moves the retry of the unpaid cycle to that day; its dunning count is kept.',
+      ),
+    quantity: z.number().int().min(1).max(100).optional().describe('1 to 100; `recurring_price` becomes the offer\'s recurring price × quantity + its recurring shipping from the next cycle'),
+    offer_id: Id('offer')
+      .optional()
+      .describe(
+        "Another active recurring or trial offer of the campaign the subscription's order was sold in (same currency): its interval and price apply " +
+          'from the next cycle, which stays due when it was; the cycles after it count from it in the new interval.',
+      ),
+  })
+  .strict()
+  .refine((b) => b.next_billing_at !== undefined || b.quantity !== undefined || b.offer_id !== undefined, {
+    error: 'send at least one of next_billing_at, quantity, offer_id',
+  })
+  .meta({ id: 'UpdateSubscription' });
+
 /** The other actions take no fields: an empty object, or no body at all (which arrives as null). */
 export const NoFieldsBody = z.object({}).strict().nullish();
 
@@ -40,9 +65,23 @@ export const Subscription = z
       ),
     interval_unit: z.string(),
     interval_count: z.number().int(),
-    recurring_price: z.number().int().describe('Minor units'),
+    quantity: z.number().int().describe("Units billed each cycle: `recurring_price` is the offer's recurring price × quantity + its recurring shipping"),
+    recurring_price: z.number().int().describe('Minor units, charged each cycle'),
     currency: z.string(),
-    next_billing_at: Timestamp.nullable().describe("Externally managed: the membership's renewal period end, mirrored, never computed; null until the membership is known"),
+    next_billing_at: Timestamp.nullable().describe(
+      "Card: when the next cycle (`cycle` + 1) is due, computed by the schedule — its day in the team's time zone at the rebill hour; for `cancel_at_period_end`, " +
+        'when it ends instead; for `past_due`, the unpaid cycle\'s due day (see `retry_at`); null while `paused` and once ended. ' +
+        "Externally managed: the membership's renewal period end, mirrored, never computed; null until the membership is known.",
+    ),
+    cycle: z.number().int().describe('Cycles billed so far after the first payment (0 until the first rebill)'),
+    payment_method: z
+      .object({ brand: z.string(), last4: z.string(), exp: z.string().describe('MM/YY') })
+      .nullable()
+      .describe('The saved card a card subscription charges: brand, last 4 digits and expiry only. Null when none is known (externally managed subscriptions)'),
+    retry_count: z.number().int().describe('Failed charges of the current unpaid cycle (dunning)'),
+    retry_at: Timestamp.nullable().describe('`past_due`: when the unpaid cycle is charged again'),
+    ended_at: Timestamp.nullable().describe('When a card subscription ended (cancelled now, or by the rebill engine); null while live'),
+    end_reason: z.string().nullable().describe('Why it ended, e.g. `cancelled_by_merchant`; null while live'),
     externally_managed: z.boolean().describe('Billed by an external provider (extpay); every change is made at the provider first'),
     membership_ref: z.string().nullable().describe("The provider's membership (`mem_…`); null until known, see Sync from Provider"),
     created_at: Timestamp.nullable(),

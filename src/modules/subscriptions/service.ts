@@ -1,5 +1,5 @@
 import { ApiError, notFound } from '../../app/errors.ts';
-import { iso, type ListQuery } from '../../app/schemas.ts';
+import type { ListQuery } from '../../app/schemas.ts';
 import { newId } from '../../app/ids.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
@@ -11,6 +11,8 @@ import type { ConnectionsService } from '../connections/service.ts';
 import type { EventsService } from '../events/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import * as repo from './repo.ts';
+import { type BillingMoment, cardActionPatch } from './manage.ts';
+import { type SubscriptionView, viewWithCard, withCards } from './views.ts';
 import { type BillingSchedule, dueAt, initialSchedule } from './schedule.ts';
 import type { Clock } from '../../app/clock.ts';
 import type { RebillSettings } from '../../app/config.ts';
@@ -18,6 +20,7 @@ import type { TeamsService } from '../teams/service.ts';
 import { CARD_SUBSCRIPTION_MOVES, SUBSCRIPTION, type SubscriptionAction, type SubscriptionStatus } from './states.ts';
 
 export { CARD_SUBSCRIPTION_MOVES, SUBSCRIPTION_STATUSES, type SubscriptionAction, type SubscriptionStatus } from './states.ts';
+export { subscriptionView, type SubscriptionView } from './views.ts';
 
 /** The provider call behind each action on an externally managed subscription, and what it asks in the merchant's words. */
 const MEMBERSHIP_CALLS: Record<SubscriptionAction, { ask: string; call: (extpay: ExtpayProviderAdapter, conn: ExtpayConnection, membershipId: string) => Promise<ExtpayMembershipResult> }> = {
@@ -41,26 +44,6 @@ function providerFailure(e: ExtpayError, ask: string): ApiError {
   return new ApiError('gateway_unavailable', `The provider could not be asked to ${ask}; nothing was changed here: ${e.message}`, { data });
 }
 
-export function subscriptionView(s: Row<'subscriptions'>) {
-  return {
-    object: 'subscription' as const,
-    id: s.id,
-    order_number: s.order_id,
-    customer_number: s.customer_id,
-    offer_id: s.offer_id,
-    status: s.status,
-    interval_unit: s.interval_unit,
-    interval_count: s.interval_count,
-    recurring_price: s.recurring_price,
-    currency: s.currency,
-    next_billing_at: iso(s.next_billing_at),
-    externally_managed: s.externally_managed,
-    membership_ref: s.membership_ref,
-    created_at: iso(s.created_at),
-    updated_at: iso(s.updated_at),
-  };
-}
-type SubscriptionView = ReturnType<typeof subscriptionView>;
 
 export function addInterval(from: Date, unit: string, count: number): Date {
   const d = new Date(from);
@@ -100,7 +83,7 @@ export class SubscriptionsService {
     private readonly connections: ConnectionsService,
     private readonly extpay: ExtpayProviderAdapter,
     /** Sync from Provider finds the order's first payment through it (the transactions are the ledger's). */
-    private readonly ledger: Pick<LedgerService, 'orderTransactions'>,
+    private readonly ledger: Pick<LedgerService, 'orderTransactions' | 'findPaymentMethod'>,
     private readonly events: EventsService,
     /** Card subscriptions are billed here: the team's time zone, the clock, the rebill hour and dunning. */
     readonly billing: CardBilling,
@@ -187,7 +170,7 @@ export class SubscriptionsService {
   /** `applyMembership`, announcing each subscription that really changed (`subscription.updated`) in the same transaction. */
   async mirrorMembership(trx: Tx, teamId: string, membership: ExtpayMembership, recover?: { orderId: string }): Promise<Row<'subscriptions'>[]> {
     const changed = await this.applyMembership(trx, teamId, membership, recover);
-    for (const s of changed) await this.events.emit(trx, teamId, 'subscription.updated', { orderId: s.order_id, object: subscriptionView(s) });
+    for (const s of changed) await this.events.emit(trx, teamId, 'subscription.updated', { orderId: s.order_id, object: await this.view(trx, s) });
     return changed;
   }
 
@@ -255,28 +238,44 @@ export class SubscriptionsService {
       return { row, changed: changed.length };
     });
     if (changed > 0) this.events.nudge();
-    return subscriptionView(row);
+    return this.store.run((db) => this.view(db, row));
   }
 
-  /**
-   * Card subscriptions: the state check and the change under the row lock. The next billing date is
-   * left as it was: the status alone says whether anything is billed.
-   */
-  private async changeCardSubscription(teamId: string, id: string, action: SubscriptionAction): Promise<SubscriptionView> {
+  /** Card subscriptions: the state check and the change (manage.ts) under the row lock. */
+  private changeCardSubscription(teamId: string, id: string, action: SubscriptionAction): Promise<SubscriptionView> {
     const move = CARD_SUBSCRIPTION_MOVES[action];
-    const row = await this.store.transaction(async (trx) => {
-      const s = await repo.lockSubscription(trx, teamId, id);
-      if (!s) throw notFound('Subscription');
+    return this.changeCardLocally(teamId, id, (_db, s, at) => {
       if (!(move.from as readonly string[]).includes(s.status))
         throw new ApiError('subscription_not_actionable', `This subscription is ${s.status}, so it cannot be ${move.done}; that needs a subscription that is ${move.from.join(' or ')}.`, {
           data: { status: s.status },
         });
-      const updated = await this.changeStatus(trx, s, move.to, (db) => repo.updateSubscription(db, teamId, id, { status: move.to }));
-      await this.events.emit(trx, teamId, 'subscription.updated', { orderId: updated.order_id, object: subscriptionView(updated) });
-      return updated;
+      return cardActionPatch(s, action, move.to, at);
     });
-    this.events.nudge();
-    return subscriptionView(row);
+  }
+
+  /**
+   * A merchant's change of a card subscription (manage.ts decides it) under its row lock: written
+   * through changeStatus (a timeline row when the status moves) and announced as
+   * `subscription.updated`; a change that changes nothing writes and announces nothing.
+   */
+  async changeCardLocally(
+    teamId: string,
+    id: string,
+    decide: (db: Tx, s: Row<'subscriptions'>, at: BillingMoment) => Promise<RowPatch<'subscriptions'>>,
+  ): Promise<SubscriptionView> {
+    const { row, changed } = await this.store.transaction(async (trx) => {
+      const s = await repo.lockSubscription(trx, teamId, id);
+      if (!s) throw notFound('Subscription');
+      const at = { now: this.now(), hour: this.billing.settings.hour, timeZone: () => this.timeZoneOf(trx, teamId) };
+      const patch = await decide(trx, s, at);
+      const value = (v: unknown) => (v instanceof Date ? v.getTime() : v);
+      if (Object.entries(patch).every(([k, v]) => value(v) === value(s[k as keyof typeof s]))) return { row: s, changed: false };
+      const updated = await this.changeStatus(trx, s, (patch.status ?? s.status) as SubscriptionStatus, (db) => repo.updateSubscription(db, teamId, id, patch));
+      await this.events.emit(trx, teamId, 'subscription.updated', { orderId: updated.order_id, object: await this.view(trx, updated) });
+      return { row: updated, changed: true };
+    });
+    if (changed) this.events.nudge();
+    return this.store.run((db) => this.view(db, row));
   }
 
   /**
@@ -374,15 +373,22 @@ export class SubscriptionsService {
     return created;
   }
 
+  /** The API's view of a subscription, with the card it charges (read through the ledger). */
+  view(db: Executor, s: Row<'subscriptions'>): Promise<SubscriptionView> {
+    return viewWithCard(this.ledger, db, s);
+  }
+
   /** The subscriptions a provider membership bills (renewals, failed renewals), locked in the caller's transaction. */
   forMembership(trx: Tx, teamId: string, membershipRef: string): Promise<Row<'subscriptions'>[]> {
     return repo.findByMembership(trx, teamId, membershipRef);
   }
 
   async get(teamId: string, id: string): Promise<SubscriptionView> {
-    const s = await this.store.run((db) => repo.findSubscription(db, teamId, id));
-    if (!s) throw notFound('Subscription');
-    return subscriptionView(s);
+    return this.store.run(async (db) => {
+      const s = await repo.findSubscription(db, teamId, id);
+      if (!s) throw notFound('Subscription');
+      return this.view(db, s);
+    });
   }
 
   async list(
@@ -391,7 +397,8 @@ export class SubscriptionsService {
   ): Promise<Page<SubscriptionView>> {
     return this.store.run(async (db) => {
       const filter = { status: q.status, customerId: q.customer_number, orderId: q.order_number, createdGte: q.created_gte, createdLte: q.created_lte };
-      return listPage(db, 'subscriptions', teamId, q, (afterSeq) => repo.listSubscriptions(db, teamId, { limit: q.limit, afterSeq, ...filter }), subscriptionView);
+      const page = withCards(this.ledger, db, teamId, (afterSeq) => repo.listSubscriptions(db, teamId, { limit: q.limit, afterSeq, ...filter }));
+      return listPage(db, 'subscriptions', teamId, q, page.fetch, page.view);
     });
   }
 }

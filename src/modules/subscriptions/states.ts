@@ -15,6 +15,9 @@ export const SUBSCRIPTION_STATUSES = [
 ] as const satisfies readonly MirroredSubscriptionState[];
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
+/** Nothing more is billed: a card subscription in one of these cannot be changed (only a cancelled one can be reactivated). */
+export const ENDED_SUBSCRIPTION_STATUSES = ['cancelled', 'completed', 'expired'] as const satisfies readonly SubscriptionStatus[];
+
 /** What a merchant can do to a subscription (spec 3.2): Cancel (now or at period end), Pause, Restart, Reactivate. */
 export type SubscriptionAction = 'cancel' | 'cancel_at_period_end' | 'pause' | 'resume' | 'reactivate';
 
