@@ -8,11 +8,13 @@ import { ManualClock } from '../src/app/clock.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+import { type LossyProxy, startLossyProxy } from './support/lossy-proxy.ts';
 
 let app: TestApp;
 let team: TestTeam;
 let funnel: Funnel;
 let sandbox: { url: string; close(): Promise<void> };
+let proxy: LossyProxy;
 let monthly: string;
 let physicalMonthly: string;
 let keySeq = 0;
@@ -32,6 +34,7 @@ interface LedgerEntry {
 
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0 });
+  proxy = await startLossyProxy(sandbox.url);
   clock.set(new Date('2027-01-31T15:00:00Z'));
   app = await startTestApp({}, { clock });
   team = await app.newTeam();
@@ -50,14 +53,15 @@ afterEach(async () => {
   await app.store.run((db) => db.updateTable('subscriptions').set({ status: 'cancelled', next_billing_at: null, retry_at: null }).where('team_id', '=', team.teamId).execute());
 });
 afterAll(async () => {
+  await proxy?.close();
   await app?.close();
   await sandbox?.close();
 });
 
-/** A fresh sandbox account as the campaign's gateway (its ledger is this test's alone). */
-async function useGateway(): Promise<string> {
+/** A fresh sandbox account as the campaign's gateway (its ledger is this test's alone); `viaProxy`: reached through the lossy proxy. */
+async function useGateway(viaProxy = false): Promise<string> {
   const key = `key_rebill_${process.pid}_${++keySeq}`;
-  const g = await team.api.post('/v1/gateways', { name: `rebill gw ${keySeq}`, kind: 'nmi', base_url: sandbox.url, credentials: { security_key: key }, test_mode: true });
+  const g = await team.api.post('/v1/gateways', { name: `rebill gw ${keySeq}`, kind: 'nmi', base_url: viaProxy ? proxy.url : sandbox.url, credentials: { security_key: key }, test_mode: true });
   expect(g.status, g.text).toBe(201);
   expect((await team.api.patch(`/v1/campaigns/${funnel.campaignId}`, { gateway_id: g.body.data.id })).status).toBe(200);
   return key;
@@ -318,5 +322,57 @@ describe("the team's time zone", () => {
     } finally {
       expect((await team.api.patch('/v1/team', { time_zone: 'UTC' })).status).toBe(200);
     }
+  });
+});
+
+describe('a rebill whose gateway answer is lost', () => {
+  const TRANSACT = /^\/api\/transact\.php$/;
+  const recover = async () => {
+    await new Promise((r) => setTimeout(r, 10));
+    return app.ctx.services.checkout.reconcile.recoverUnknownAttempts(0);
+  };
+  const approvedSales = async (key: string) => (await ledger(key)).filter((e) => e.type === 'sale' && e.status === 'approved');
+
+  it('charged but unanswered: the cycle stays blocked (no second charge) until the recovery run records it', async () => {
+    clock.set(new Date('2028-06-10T12:00:00Z'));
+    const key = await useGateway(true);
+    const s = await subscribe(monthly);
+    proxy.arm({ method: 'POST', path: TRANSACT, mode: 'forward-then-drop' });
+    clock.set(new Date(new Date(s.next_billing_at).getTime() + 60_000));
+    expect((await run()).unknown).toBe(1);
+    expect(await sub(s.id)).toMatchObject({ cycle: 0, status: 'active' });
+    const [order] = await rebillOrders(s.id);
+    expect((await transactionsOf(order!.id)).map((t) => t.in_flight)).toEqual([true]);
+    // Another run, and Rebill Now, leave the attempt alone.
+    expect((await run()).charged).toBe(0);
+    const now = await team.api.post(`/v1/subscriptions/${s.id}/rebill`, {});
+    expect(now.status).toBe(409);
+    expect(now.body.error.code).toBe('payment_in_progress');
+    expect(await approvedSales(key)).toHaveLength(2);
+    const tally = await recover();
+    expect(tally).toMatchObject({ approved: 1 });
+    expect(await sub(s.id)).toMatchObject({ cycle: 1, status: 'active' });
+    expect((await rebillOrders(s.id))[0]).toMatchObject({ status: 'completed' });
+    expect(await approvedSales(key)).toHaveLength(2);
+    expect((await run()).charged).toBe(0);
+  });
+
+  it('never received: no dunning, and the next run charges the cycle once', async () => {
+    clock.set(new Date('2028-07-10T12:00:00Z'));
+    const key = await useGateway(true);
+    const s = await subscribe(monthly);
+    proxy.arm({ method: 'POST', path: TRANSACT, mode: 'drop' });
+    clock.set(new Date(new Date(s.next_billing_at).getTime() + 60_000));
+    expect((await run()).unknown).toBe(1);
+    expect(await recover()).toMatchObject({ not_found: 1 });
+    expect(await sub(s.id)).toMatchObject({ cycle: 0, status: 'active', retry_count: 0 });
+    expect((await run()).charged).toBe(1);
+    expect(await sub(s.id)).toMatchObject({ cycle: 1, status: 'active' });
+    expect(await approvedSales(key)).toHaveLength(2);
+    const [order] = await rebillOrders(s.id);
+    expect((await transactionsOf(order!.id)).map((t) => [t.status, t.response_code])).toEqual([
+      ['declined', 'not_received'],
+      ['approved', '100'],
+    ]);
   });
 });

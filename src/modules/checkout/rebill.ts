@@ -11,6 +11,9 @@ import { atLocalHour } from '../subscriptions/schedule.ts';
 import { subscriptionView } from '../subscriptions/service.ts';
 import { UseCase } from './use-case.ts';
 
+/** The recovery run's code for an attempt the provider never saw (recover.ts). */
+const NOT_RECEIVED = 'not_received';
+
 /** One attempt in flight per rebill order: its retries are new attempts on the same order, one at a time. */
 export const REBILL_STEP = 'rebill';
 
@@ -276,6 +279,12 @@ export class RebillUseCase extends UseCase {
       await this.events.emit(trx, teamId, 'subscription.renewed', { orderId: order.id, object: view });
       if (wasPastDue) await this.events.emit(trx, teamId, 'subscription.recovered', { orderId: sub.order_id, object: subscriptionView(updated) });
       return { kind: 'charged', cycle, order: done, transaction: txn!, subscription: updated };
+    }
+    if (outcome.kind === 'declined' && outcome.code === NOT_RECEIVED) {
+      // The recovery run found the gateway never received the attempt: nothing was charged or
+      // declined, so no dunning; the cycle stays due and the next run charges it.
+      const updated = await this.subscriptions.updateBilling(trx, sub, { billing_lease_until: null });
+      return { kind: 'declined', cycle, order, transaction: txn, subscription: updated, final: false };
     }
     // Declined (a held or redirected answer cannot happen on a merchant-initiated charge; treated as a decline).
     const hard = outcome.kind === 'declined' && (outcome.hard === true || outcome.code === 'no_payment_method');
