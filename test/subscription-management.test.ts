@@ -100,7 +100,8 @@ async function setRow(id: string, patch: Record<string, unknown>) {
 }
 
 async function setTimeZone(timeZone: string) {
-  await app.store.run((db) => db.updateTable('teams').set({ time_zone: timeZone }).where('id', '=', team.teamId).execute());
+  const r = await team.api.patch('/v1/team', { time_zone: timeZone });
+  expect(r.status, r.text).toBe(200);
 }
 
 async function updatedEvents(orderId: string) {

@@ -34,7 +34,16 @@ export const UpdateSubscriptionBody = z
           'billed at the rebill hour. Later cycles count from it (a 31st is billed on the last day of shorter months and on the 31st again after them). ' +
           'On a `past_due` subscription it moves the retry of the unpaid cycle to that day; its dunning count is kept.',
       ),
-    quantity: z.number().int().min(1).max(100).optional().describe('1 to 100; `recurring_price` becomes the offer\'s recurring price × quantity + its recurring shipping from the next cycle'),
+    quantity: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .optional()
+      .describe(
+        "1 to 100; `recurring_price` becomes the offer's recurring price × quantity + its recurring shipping from the next cycle " +
+          '(a `past_due` cycle already ordered is retried at its own amount).',
+      ),
     offer_id: Id('offer')
       .optional()
       .describe(
