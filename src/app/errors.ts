@@ -38,6 +38,7 @@ export const ERRORS = {
   webhook_not_ready: { status: 409, type: 'invalid_request_error', message: 'The payment this event names is still being recorded; deliver it again.' },
   // card_error: the payment was attempted and refused
   payment_declined: { status: 402, type: 'card_error', message: 'The payment was declined.' },
+  card_verification_declined: { status: 422, type: 'card_error', message: 'The card was declined when it was verified; nothing was saved.' },
   // idempotency_error
   idempotency_in_flight: { status: 409, type: 'idempotency_error', message: 'A request with this Idempotency-Key is still being processed; retry later.' },
   idempotency_key_reused: { status: 422, type: 'idempotency_error', message: 'This Idempotency-Key was already used with a different request body.' },

@@ -5,6 +5,7 @@ import type { ChargeOutcome, ReversalOutcome } from '../../providers/provider.ts
 import type { PaymentsService } from '../payments/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import type { UseCases } from './use-case.ts';
+import { FIRST_PAYMENT } from '../payments/first-payment.ts';
 import { REBILL_STEP } from './rebill.ts';
 
 /** How long an attempt may stay unanswered before the provider is asked: longer than any provider call's timeout. */
@@ -60,7 +61,7 @@ export async function recoverUnknownAttempts(
 }
 
 async function apply(
-  deps: { uc: UseCases },
+  deps: { store: Store; ledger: LedgerService; uc: UseCases },
   t: Row<'transactions'>,
   parent: Row<'transactions'> | undefined,
   found: Exclude<ChargeOutcome | ReversalOutcome, { kind: 'unknown' }> | { kind: 'not_found' },
@@ -74,5 +75,18 @@ async function apply(
   const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
   if (t.step === REBILL_STEP) await deps.uc.rebill.recoverRebill(t, outcome);
   else if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
+  else if (t.type === 'verification' && t.step !== FIRST_PAYMENT) await recordCardCheck(deps, t, outcome);
   else await deps.uc.reconcile.recoverFirstPayment(t, outcome);
+}
+
+/**
+ * A subscription's card replacement (subscriptions/payment-method.ts) whose answer was lost: the
+ * gateway's answer is recorded and the attempt released. The subscription keeps its card — the
+ * merchant was told the outcome is unknown and sends the new card again (a new verification).
+ */
+async function recordCardCheck(deps: { store: Store; ledger: LedgerService }, t: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
+  const status = outcome.kind === 'approved' ? 'approved' : 'declined';
+  const code = outcome.kind === 'approved' || outcome.kind === 'declined' ? outcome.code : 'authentication_required';
+  const text = outcome.kind === 'approved' ? `${outcome.text} (recorded by the recovery run; the subscription kept its card)` : outcome.text;
+  await deps.store.transaction((trx) => deps.ledger.rows.closeAttempt(trx, t.team_id, t, { status, provider_ref: outcome.providerRef, response_code: code, response_text: text }));
 }

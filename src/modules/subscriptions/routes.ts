@@ -2,6 +2,7 @@ import type { AppContext } from '../../app/context.ts';
 import { ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
 import { SubscriptionUpdates } from './manage.ts';
+import { ReplacePaymentMethodBody, SubscriptionPaymentMethods } from './payment-method.ts';
 import { CancelSubscriptionBody, NoFieldsBody, RebillBody, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery, UpdateSubscriptionBody } from './schemas.ts';
 
 const PROVIDER_FIRST =
@@ -46,6 +47,29 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req) => ok(await updates.update(teamOf(req), req.params.id, req.body), 'Subscription updated.'),
+  );
+
+  const cards = new SubscriptionPaymentMethods({ ...ctx.services, store: ctx.store, clock: ctx.clock });
+  app.post(
+    '/v1/subscriptions/:id/payment-method',
+    {
+      schema: {
+        tags,
+        summary: "Replace a card subscription's card",
+        description:
+          'Verifies the new card at $0 and saves it in the gateway vault (NMI `validate` with `add_customer`), at the gateway that saved the old card, ' +
+          "or — when that gateway is gone or inactive — the gateway the order's campaign routes to; the subscription then charges it (the answer " +
+          'shows its brand, last 4 and expiry; the number is never stored) and `subscription.updated` is sent. A `past_due` subscription is retried ' +
+          'now with the new card (its `retry_at` becomes now). The old card is left untouched. A declined card: 422 `card_verification_declined` ' +
+          'with `decline_code`, `decline_text` and `transaction_id` in `data`, nothing saved. An externally managed subscription: 409 ' +
+          '`subscription_externally_managed` (the provider holds its card); `completed` or `expired`: 409 `subscription_not_actionable`; a replacement ' +
+          'still being answered: 409 `payment_in_progress`; no answer from the gateway: 502 `payment_outcome_unknown` (the subscription keeps its card). ' +
+          'A gateway that demands 3-D Secure to save a card cannot do it here (no customer to redirect): 422 with `decline_code` `authentication_required`.',
+        body: ReplacePaymentMethodBody,
+        ...action,
+      },
+    },
+    async (req) => ok(await cards.replaceCard(teamOf(req), req.params.id, { number: req.body.card_number, exp: req.body.card_exp, cvv: req.body.card_cvv }), 'Payment method replaced.'),
   );
 
   app.post(
