@@ -314,6 +314,22 @@ describe('3DS gateway adapter against the sandbox', () => {
     expect(again).toMatchObject({ kind: 'approved' });
   });
 
+  it('takes a zero-amount setup (3DS, card saved, nothing charged), refuses zero otherwise, and never refunds a setup', async () => {
+    const gw = await gateway();
+    const setup = expectKind(await threeDsAdapter.createPayment(gw, pay(THREEDS_CARDS.challenge, { amount: 0, savePaymentMethod: true })), 'redirect');
+    await complete(setup.url, 'success');
+    const saved = expectKind(await threeDsAdapter.retrievePayment(gw, setup.paymentId), 'approved');
+    expect(saved.payment).toMatchObject({ amount: 0, paymentMethod: expect.stringMatching(/^pm_/) });
+    const raw = (body: Record<string, unknown>) =>
+      fetch(`${base}/v1/payments`, { method: 'POST', headers: { authorization: `Bearer ${gw.credentials.api_key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const zeroSale = await raw({ amount: 0, currency: 'USD', reference: 'z', card: { number: THREEDS_CARDS.frictionless, exp_month: 12, exp_year: 2030 }, save_payment_method: false });
+    expect(zeroSale.status).toBe(400);
+    expect(await threeDsAdapter.refund(gw, { paymentId: setup.paymentId, attemptId: `rf_${++seq}` })).toMatchObject({ kind: 'error', gatewayCode: 'payment_not_refundable' });
+    // Rebills chain to the setup.
+    const rebill = await threeDsAdapter.createPayment(gw, { amount: 2900, currency: 'USD', attemptId: `att_${++seq}`, paymentMethod: saved.paymentMethod!, savePaymentMethod: false, merchantInitiated: { originalPaymentId: setup.paymentId } });
+    expect(rebill).toMatchObject({ kind: 'approved' });
+  });
+
   it('refunds in parts up to the payment, refuses more, and cancels (voids) what is not refunded', async () => {
     const gw = await gateway();
     const s = expectKind(await threeDsAdapter.createPayment(gw, pay(THREEDS_CARDS.frictionless, { amount: 5000 })), 'approved');

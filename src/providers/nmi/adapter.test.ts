@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatMajorAmount, parseMajorAmount, type GatewayAccount, type SaleRequest } from '../card-gateway.ts';
-import { buildQueryForm, buildRefundForm, buildSaleForm, buildVoidForm, interpretNmiAnswer, interpretNmiQuery, nmiDateToIso, parseXml, toNmiExpiry } from './adapter.ts';
+import { buildQueryForm, buildRefundForm, buildSaleForm, buildValidateForm, buildVoidForm, interpretNmiAnswer, interpretNmiQuery, nmiDateToIso, parseXml, toNmiExpiry } from './adapter.ts';
 
 const account: GatewayAccount = { baseUrl: 'https://secure.nmi.com', credentials: { security_key: 'k_123' }, testMode: true, descriptor: 'ACME*SERUM' };
 const card = { number: '4111111111111111', exp: '12/30', cvv: '123' };
@@ -67,6 +67,13 @@ describe('NMI request forms', () => {
     const f = Object.fromEntries(buildSaleForm(account, { ...sale, card: undefined, vaultRef: '998877', billing: null }));
     expect(f.customer_vault_id).toBe('998877');
     for (const k of ['ccnumber', 'ccexp', 'cvv', 'customer_vault', 'address1']) expect(f).not.toHaveProperty(k);
+  });
+
+  it('verifies and vaults a card for $0: type=validate, amount 0.00, customer_vault=add_customer, our attempt id as orderid', () => {
+    const { amount: _amount, saveCard: _save, ...rest } = sale;
+    const f = Object.fromEntries(buildValidateForm(account, { ...rest, card }));
+    expect(f).toMatchObject({ type: 'validate', amount: '0.00', currency: 'USD', orderid: 'att_1', ccnumber: card.number, ccexp: '1230', customer_vault: 'add_customer' });
+    expect(f).not.toHaveProperty('customer_vault_id');
   });
 
   it('refuses a sale with both or neither of card and vaultRef, and an account without a key', () => {

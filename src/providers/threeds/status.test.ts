@@ -140,5 +140,8 @@ describe('3DS gateway wire format', () => {
     expect(() => buildPaymentBody({ amount: 100, currency: 'USD', attemptId: 'a', card, paymentMethod: 'pm_1', savePaymentMethod: false })).toThrow();
     expect(() => buildPaymentBody({ amount: 100, currency: 'USD', attemptId: 'a', card, savePaymentMethod: false, merchantInitiated: { originalPaymentId: 'p' } })).toThrow();
     expect(() => buildPaymentBody({ amount: 0, currency: 'USD', attemptId: 'a', card, savePaymentMethod: false })).toThrow(RangeError);
+    // Zero is a setup only: a new card saved, customer-initiated.
+    expect(buildPaymentBody({ amount: 0, currency: 'USD', attemptId: 'a', card, savePaymentMethod: true })).toMatchObject({ amount: 0, save_payment_method: true, merchant_initiated: false });
+    expect(() => buildPaymentBody({ amount: 0, currency: 'USD', attemptId: 'a', paymentMethod: 'pm_1', savePaymentMethod: true })).toThrow(RangeError);
   });
 });
