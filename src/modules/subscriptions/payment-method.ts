@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Clock } from '../../app/clock.ts';
-import { ApiError } from '../../app/errors.ts';
+import { ApiError, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
@@ -99,7 +99,7 @@ export class SubscriptionPaymentMethods {
   /** Phase 1, under the subscription's row lock: the checks, then the attempt row in flight (or a test card saved at once). */
   private async open(trx: Tx, teamId: string, subscriptionId: string, card: CardInput): Promise<Opened> {
     const sub = await this.d.subscriptions.lock(trx, teamId, subscriptionId);
-    if (!sub) throw new ApiError('not_found', 'Subscription not found.');
+    if (!sub) throw notFound('Subscription');
     if (sub.externally_managed)
       throw new ApiError('subscription_externally_managed', 'This subscription is billed by an external provider, which holds its card: change the card at the provider.');
     if (ENDED.has(sub.status))
@@ -109,15 +109,14 @@ export class SubscriptionPaymentMethods {
       throw new ApiError('payment_in_progress', "A card replacement for this subscription was sent to the gateway and its answer is not recorded yet; retry in a moment.");
     const order = (await this.d.orders.rows.findOrder(trx, teamId, sub.order_id))!;
     const summary = summarizeCard(card);
-    const base = { teamId, orderId: order.id, amount: 0, currency: sub.currency };
     const row = (status: 'approved' | 'declined' | 'pending', gatewayId: string | null, code: string, text: string) => ({
       id: newId('transaction'),
       team_id: teamId,
-      order_id: base.orderId,
+      order_id: order.id,
       type: 'verification',
       status,
       amount: 0,
-      currency: base.currency,
+      currency: sub.currency,
       gateway_id: gatewayId,
       response_code: code,
       response_text: text,
