@@ -91,6 +91,13 @@ describe('nesting and bodies', () => {
     expect((await team.api.request('POST', `/v1/extpay-connections/${id}/activate`)).status).toBe(200);
   });
 
+  it('answers an empty PATCH with the object unchanged (found by the fuzz suite: an UPDATE with nothing to SET)', async () => {
+    const before = await team.api.get('/v1/team');
+    const r = await team.api.patch('/v1/team', {});
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toEqual(before.body.data);
+  });
+
   it('keeps refusing __proto__ and constructor.prototype keys (secure-json-parse)', async () => {
     for (const text of ['{"name":"x","__proto__":{"admin":true}}', '{"name":"x","constructor":{"prototype":{"admin":true}}}']) {
       const r = await team.api.post('/v1/products', text);

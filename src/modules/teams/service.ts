@@ -54,7 +54,9 @@ export class TeamsService {
 
   /** In the caller's transaction (subscriptions reschedule their billing days in the same one). */
   async update(db: Executor, teamId: string, patch: { name?: string; time_zone?: string }) {
-    const team = await repo.updateTeam(db, teamId, patch);
+    // An empty PATCH changes nothing (an UPDATE with nothing to SET is not SQL).
+    const empty = Object.values(patch).every((v) => v === undefined);
+    const team = empty ? await repo.findTeam(db, teamId) : await repo.updateTeam(db, teamId, patch);
     if (!team) throw new ApiError('not_found', 'Team not found.');
     return teamView(team);
   }
