@@ -23,8 +23,8 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   // text PostgreSQL cannot store, and text it can but that often breaks parsers
   fc.constantFrom('a\u0000b', '\u0000', 'x\ud800', '\udc00y', '\ud83d', '\u{1F9F4}', '\u202e', '\ufeff', 'ß'.repeat(300), "'; DROP TABLE orders; --", '{{lines}}'.repeat(50), '%00', '../../etc/passwd'),
   fc.string({ unit: 'binary', maxLength: 30 }),
-  // sizes: past every maxLength, and up to the body limit
-  fc.constantFrom(10, 1_000, 30_000, 200_000).map((n) => 'A'.repeat(n)),
+  // sizes: past every maxLength, up to the body limit (256 KB) and past it
+  fc.constantFrom(10, 1_000, 30_000, 200_000, 300_000).map((n) => 'A'.repeat(n)),
   fc.integer({ min: 0, max: 200 }).map((n) => Array.from({ length: n }, (_, i) => i)),
   // depth: within the parser's bound, and past it
   fc.tuple(fc.integer({ min: 2, max: 40 }), fc.boolean()).map(([d, arr]) => deepValue(d, arr)),

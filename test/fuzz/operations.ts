@@ -62,11 +62,12 @@ const query: fc.Arbitrary<string> = fc.oneof(
 );
 
 const KEYS = ['fuzz-key-1', 'fuzz-key-2', 'fuzz-key-3'];
-/** No key, a fresh one, or one of a few reused ones (a replay, or the same key with another body). */
+/** No key, a fresh one, one of a few reused ones (a replay, or the same key with another body), or a malformed one. */
 const idempotencyKey: fc.Arbitrary<string | undefined> = fc.oneof(
   { weight: 6, arbitrary: fc.constant(undefined) },
   { weight: 2, arbitrary: fc.uuid() },
   { weight: 2, arbitrary: fc.constantFrom(...KEYS) },
+  { weight: 1, arbitrary: fc.constantFrom('', ' ', 'k'.repeat(300), 'clé-ü') },
 );
 
 export function caseFor(op: Operation, values: ValueGenerator, pool: IdPool): fc.Arbitrary<FuzzCase> {
