@@ -149,6 +149,8 @@ describe('the rebill queue', () => {
     const sales = (await ledger(key)).filter((e) => e.type === 'sale' && e.status !== 'declined');
     expect(sales).toHaveLength(4);
     expect(sales.slice(1).every((e) => e.customer_vault_id)).toBe(true);
+    const metrics = (await app.anonymous.get('/metrics')).text;
+    expect(Number(/^checkstand_rebills_total\{outcome="charged"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(3);
     expect(sales.slice(1).map((e) => e.orderid).sort()).toEqual((await Promise.all(orders.map(async (o) => (await transactionsOf(o.id))[0]!.id))).sort());
   });
 
@@ -269,6 +271,30 @@ describe('Rebill Now', () => {
     clock.set(new Date('2028-02-10T04:00:00Z'));
     expect((await run()).due).toBe(0);
     expect((await ledger(key)).filter((e) => e.type === 'sale')).toHaveLength(2);
+  });
+
+  it("holds the subscription while the gateway is asked: the merchant's changes answer 409 until the answer is recorded", async () => {
+    clock.set(new Date('2028-03-10T12:00:00Z'));
+    await useGateway();
+    const slow = '4000000000009995';
+    const r = await team.api.post('/checkout/orders', {
+      campaign_id: funnel.campaignId,
+      currency: 'USD',
+      customer: { email: email('rebill-slow') },
+      products: [{ offer_id: monthly, quantity: 1 }],
+      payment: { ...CARD, card_number: slow },
+    });
+    expect(r.status, r.text).toBe(200);
+    expect((await team.api.post('/checkout/orders/complete', { order_number: r.body.data.order_number })).status).toBe(200);
+    const s = (await team.api.get(`/v1/subscriptions?order_number=${r.body.data.order_number}`)).body.data[0];
+    const rebill = team.api.post(`/v1/subscriptions/${s.id}/rebill`, {});
+    // Wait for phase 1 (the attempt in flight), then try to cancel during the slow gateway call.
+    for (let i = 0; i < 200 && (await rebillOrders(s.id)).length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+    const cancel = await team.api.post(`/v1/subscriptions/${s.id}/cancel`, {});
+    expect(cancel.status, cancel.text).toBe(409);
+    expect((await rebill).status).toBe(200);
+    expect(await sub(s.id)).toMatchObject({ status: 'active', cycle: 1, billing_lease_until: null });
+    expect((await team.api.post(`/v1/subscriptions/${s.id}/cancel`, {})).status).toBe(200);
   });
 
   it('a decline answers 402 with the decline code and starts dunning', async () => {

@@ -67,6 +67,7 @@ beforeAll(async () => {
   ids['payment-orchestrator'] = (await a.api.post('/v1/payment-orchestrators', { name: 'A router', members: [{ gateway_id: ids.gateway }] })).body.data.id;
   ids['bin-blacklist'] = (await a.api.post('/v1/bin-blacklist', { prefix: '123456' })).body.data.id;
   ids['test-card'] = (await a.api.post('/v1/test-cards', { card_number: '4242424242424242' })).body.data.id;
+  ids['fraud-rule'] = (await a.api.post('/v1/fraud-rules', { name: 'A rule', metric: 'declines', dimension: 'email', threshold: 5, window_seconds: 3600 })).body.data.id;
   ids['extpay-connection'] = (
     await a.api.post('/v1/extpay-connections', { name: 'A', api_key: 'key_a_123456789', company_id: 'biz_a', environment: 'Sandbox', base_url: 'http://127.0.0.1:9/api/v1' })
   ).body.data.id;
@@ -117,13 +118,17 @@ describe('tenancy: another team never sees or changes team A', () => {
           method === 'post'
             ? path.endsWith('/notes')
               ? { body: 'note from B' }
-              : {}
+              : path.endsWith('/payment-method')
+                ? { card_number: '4111111111111111', card_exp: '12/39', card_cvv: '123' }
+                : {}
             : method === 'patch'
               ? path.startsWith('/v1/coupons')
                 ? { is_active: false }
                 : path.startsWith('/v1/webhook-endpoints')
                   ? { description: 'hijacked' }
-                  : { name: 'hijacked' }
+                  : path.startsWith('/v1/subscriptions')
+                    ? { quantity: 2 }
+                    : { name: 'hijacked' }
               : method === 'put'
                 ? { subject: 'hijacked', body: 'hijacked' }
                 : undefined;

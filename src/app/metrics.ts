@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import client from 'prom-client';
 import type { Store } from '../db/database.ts';
+import { REBILL_OUTCOMES } from '../modules/checkout/rebill.ts';
 
 /** A registry per server instance, so several servers in one process (tests) do not collide. */
 export function registerMetrics(app: FastifyInstance, store: Store): client.Registry {
@@ -50,6 +51,20 @@ export function registerMetrics(app: FastifyInstance, store: Store): client.Regi
     collect() {
       this.inc(health.connectionErrors - countedErrors);
       countedErrors = health.connectionErrors;
+    },
+  });
+
+  const rebillCounted: Record<string, number> = {};
+  new client.Counter({
+    name: 'checkstand_rebills_total',
+    help: "Card subscription rebills by this process's queue and Rebill Now: claimed due, charged, declined, recovered (a past-due one charged), cancelled by dunning, ended at period end, unknown, failed",
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      for (const [outcome, n] of Object.entries(REBILL_OUTCOMES)) {
+        this.inc({ outcome }, n - (rebillCounted[outcome] ?? 0));
+        rebillCounted[outcome] = n;
+      }
     },
   });
 

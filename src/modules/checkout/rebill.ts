@@ -8,7 +8,6 @@ import type { ChargeOutcome } from '../../providers/provider.ts';
 import { type LineDraft, totalsOf } from '../orders/pricing.ts';
 import type { UpsellStep } from '../payments/service.ts';
 import { atLocalHour } from '../subscriptions/schedule.ts';
-import { subscriptionView } from '../subscriptions/service.ts';
 import { UseCase } from './use-case.ts';
 
 /** The recovery run's code for an attempt the provider never saw (recover.ts). */
@@ -43,6 +42,9 @@ export interface RebillTally {
 
 const DUE_STATUSES = ['trialing', 'active', 'cancel_at_period_end'];
 
+/** What this process's rebill runs came to since it started (the `checkstand_rebills_total` metric). */
+export const REBILL_OUTCOMES = { due: 0, charged: 0, declined: 0, recovered: 0, cancelled: 0, ended: 0, unknown: 0, failed: 0 };
+
 /**
  * Card subscriptions billed here (spec §4.1 rule 7: merchant-initiated on the saved card, chained to
  * the original authenticated payment, never redirected). Each cycle is one rebill order
@@ -65,6 +67,7 @@ export class RebillUseCase extends UseCase {
       const claimed = await this.subscriptions.claimDue(size);
       if (claimed.length === 0) break;
       tally.due += claimed.length;
+      REBILL_OUTCOMES.due += claimed.length;
       for (const s of claimed) {
         try {
           const r = await this.bill(s.team_id, s.id, { mode: 'due' });
@@ -73,9 +76,11 @@ export class RebillUseCase extends UseCase {
             tally.declined++;
             if (r.final && r.subscription.status === 'cancelled') tally.cancelled++;
           } else tally[r.kind]++;
+          if (r.kind === 'unknown' || r.kind === 'ended') REBILL_OUTCOMES[r.kind]++;
         } catch (err) {
           // One subscription's failure never stops the run; its lease lets the next run take it again.
           tally.failed++;
+          REBILL_OUTCOMES.failed++;
           log?.error({ err, subscription_id: s.id }, 'rebill failed');
         }
       }
@@ -94,7 +99,7 @@ export class RebillUseCase extends UseCase {
     const r = await this.bill(teamId, id, { mode: 'now', cycle });
     if (r.kind === 'skipped' || r.kind === 'ended') throw new ApiError('conflict', 'Nothing was charged.');
     const data = {
-      subscription: 'subscription' in r ? subscriptionView(r.subscription) : await this.subscriptions.get(teamId, id),
+      subscription: await this.subscriptions.get(teamId, id),
       cycle: r.cycle,
       order_number: r.order.id,
       transaction_id: r.transaction?.id ?? null,
@@ -134,7 +139,7 @@ export class RebillUseCase extends UseCase {
       else if (!isDue(sub, now)) return { done: await this.release(trx, sub, 'not due') };
       if (o.mode === 'due' && sub.status === 'cancel_at_period_end') {
         const ended = await this.subscriptions.updateBilling(trx, sub, { status: 'cancelled', ended_at: now, end_reason: 'period_end', next_billing_at: null, billing_lease_until: null });
-        await this.events.emit(trx, teamId, 'subscription.cancelled', { orderId: sub.order_id, object: subscriptionView(ended) });
+        await this.events.emit(trx, teamId, 'subscription.cancelled', { orderId: sub.order_id, object: await this.subscriptions.view(trx, ended) });
         return { done: { kind: 'ended', subscription: ended } as RebillResult };
       }
       const cycle = sub.cycle + 1;
@@ -143,6 +148,8 @@ export class RebillUseCase extends UseCase {
         if (o.mode === 'now') throw new ApiError('payment_in_progress', `Cycle ${cycle} of this subscription is being charged; its outcome is confirmed with the gateway.`);
         return { done: await this.release(trx, sub, 'attempt in flight') };
       }
+      // The run's lease (the queue's claim set one already): the merchant's changes wait for the answer.
+      if (o.mode === 'now') await this.subscriptions.updateBilling(trx, sub, { billing_lease_until: new Date(now.getTime() + 10 * 60_000) });
       const method = sub.payment_method_id ? await this.ledger.findPaymentMethod(trx, teamId, sub.payment_method_id) : undefined;
       const [customer] = await this.customers.findMany(trx, teamId, [sub.customer_id]);
       const step: UpsellStep | null = method
@@ -267,7 +274,9 @@ export class RebillUseCase extends UseCase {
       await this.orders.recordEvents(trx, teamId, sub.order_id, [{ type: 'subscription.renewed', data: { rebill_order: order.id, transaction: txn?.id ?? null, cycle } }]);
       const wasPastDue = sub.status === 'past_due';
       const updated = await this.subscriptions.updateBilling(trx, sub, {
-        status: sub.status === 'cancel_at_period_end' ? 'cancel_at_period_end' : 'active',
+        // Trialing or past due become active; one paused, cancelled or ending at period end while
+        // the gateway was asked keeps that status (the cycle is paid all the same).
+        status: ['trialing', 'active', 'past_due'].includes(sub.status) ? 'active' : sub.status,
         cycle,
         retry_count: 0,
         retry_at: null,
@@ -277,7 +286,9 @@ export class RebillUseCase extends UseCase {
       const view = await this.orders.view(trx, teamId, done, lines);
       await this.events.emit(trx, teamId, 'order.completed', { orderId: order.id, object: view });
       await this.events.emit(trx, teamId, 'subscription.renewed', { orderId: order.id, object: view });
-      if (wasPastDue) await this.events.emit(trx, teamId, 'subscription.recovered', { orderId: sub.order_id, object: subscriptionView(updated) });
+      REBILL_OUTCOMES.charged++;
+      if (wasPastDue) REBILL_OUTCOMES.recovered++;
+      if (wasPastDue) await this.events.emit(trx, teamId, 'subscription.recovered', { orderId: sub.order_id, object: await this.subscriptions.view(trx, updated) });
       return { kind: 'charged', cycle, order: done, transaction: txn!, subscription: updated };
     }
     if (outcome.kind === 'declined' && outcome.code === NOT_RECEIVED) {
@@ -285,6 +296,11 @@ export class RebillUseCase extends UseCase {
       // declined, so no dunning; the cycle stays due and the next run charges it.
       const updated = await this.subscriptions.updateBilling(trx, sub, { billing_lease_until: null });
       return { kind: 'declined', cycle, order, transaction: txn, subscription: updated, final: false };
+    }
+    if (!['trialing', 'active', 'past_due', 'cancel_at_period_end'].includes(sub.status)) {
+      // Paused or cancelled while the gateway was asked: the decline is recorded, no dunning starts.
+      const updated = await this.subscriptions.updateBilling(trx, sub, { billing_lease_until: null });
+      return { kind: 'declined', cycle, order, transaction: txn, subscription: updated, final: true };
     }
     // Declined (a held or redirected answer cannot happen on a merchant-initiated charge; treated as a decline).
     const hard = outcome.kind === 'declined' && (outcome.hard === true || outcome.code === 'no_payment_method');
@@ -297,7 +313,9 @@ export class RebillUseCase extends UseCase {
         : await this.orders.move(trx, order, { status: 'declined', payment_status: 'declined' }, { type: 'payment.declined', data: { transactions: txn ? [txn.id] : [], cycle, hard } });
     if (order.status === 'declined') await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'payment.declined', data: { transactions: txn ? [txn.id] : [], cycle, hard, retry: failures - 1 } }]);
     let updated: Row<'subscriptions'>;
+    REBILL_OUTCOMES.declined++;
     if (final && (hard || afterLastRetry === 'cancel')) {
+      REBILL_OUTCOMES.cancelled++;
       updated = await this.subscriptions.updateBilling(trx, sub, {
         status: 'cancelled',
         retry_count: failures,
@@ -307,8 +325,8 @@ export class RebillUseCase extends UseCase {
         ended_at: now,
         end_reason: hard ? 'hard_decline' : 'payment_failed',
       });
-      if (sub.status !== 'past_due') await this.events.emit(trx, teamId, 'subscription.past_due', { orderId: sub.order_id, object: subscriptionView(updated) });
-      await this.events.emit(trx, teamId, 'subscription.cancelled', { orderId: sub.order_id, object: subscriptionView(updated) });
+      if (sub.status !== 'past_due') await this.events.emit(trx, teamId, 'subscription.past_due', { orderId: sub.order_id, object: await this.subscriptions.view(trx, updated) });
+      await this.events.emit(trx, teamId, 'subscription.cancelled', { orderId: sub.order_id, object: await this.subscriptions.view(trx, updated) });
     } else {
       // Retries count from the cycle's due day, at the rebill hour: 1, 3, 5, 7 days after it by default.
       const timeZone = await this.subscriptions.timeZoneOf(trx, teamId);
@@ -317,7 +335,7 @@ export class RebillUseCase extends UseCase {
       const due = dueDay < now ? dueDay : now;
       const retryAt = final ? null : atLocalHour(addDays(due, retryDays[failures - 1]!), timeZone, this.subscriptions.billing.settings.hour);
       updated = await this.subscriptions.updateBilling(trx, sub, { status: 'past_due', retry_count: failures, retry_at: retryAt, billing_lease_until: null });
-      if (sub.status !== 'past_due') await this.events.emit(trx, teamId, 'subscription.past_due', { orderId: sub.order_id, object: subscriptionView(updated) });
+      if (sub.status !== 'past_due') await this.events.emit(trx, teamId, 'subscription.past_due', { orderId: sub.order_id, object: await this.subscriptions.view(trx, updated) });
     }
     return { kind: 'declined', cycle, order: declinedOrder, transaction: txn, subscription: updated, final };
   }
