@@ -154,10 +154,11 @@ describe('the rebill queue', () => {
     expect(sales.slice(1).map((e) => e.orderid).sort()).toEqual((await Promise.all(orders.map(async (o) => (await transactionsOf(o.id))[0]!.id))).sort());
   });
 
-  it("a 14-day trial's first rebill is on day 14, not before", async () => {
+  it("a free 14-day trial ordered alone (the card verified and vaulted, not charged): its first rebill is on day 14, not before", async () => {
     clock.set(new Date('2027-03-01T10:00:00Z'));
-    await useGateway();
-    const s = await subscribe(funnel.offers.trial, [{ offer_id: funnel.offers.serum, quantity: 1 }]);
+    const key = await useGateway();
+    const s = await subscribe(funnel.offers.trial);
+    expect((await ledger(key)).map((e) => e.type)).toEqual(['validate']);
     expect(s).toMatchObject({ status: 'trialing', next_billing_at: '2027-03-15T03:00:00.000Z' });
     clock.set(new Date('2027-03-15T02:59:00Z'));
     await run();
