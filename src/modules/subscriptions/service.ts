@@ -44,16 +44,6 @@ function providerFailure(e: ExtpayError, ask: string): ApiError {
   return new ApiError('gateway_unavailable', `The provider could not be asked to ${ask}; nothing was changed here: ${e.message}`, { data });
 }
 
-
-export function addInterval(from: Date, unit: string, count: number): Date {
-  const d = new Date(from);
-  if (unit === 'day') d.setUTCDate(d.getUTCDate() + count);
-  else if (unit === 'week') d.setUTCDate(d.getUTCDate() + 7 * count);
-  else if (unit === 'month') d.setUTCMonth(d.getUTCMonth() + count);
-  else d.setUTCFullYear(d.getUTCFullYear() + count);
-  return d;
-}
-
 /**
  * extpay (spec 2.9): the provider bills. Status and next billing date come from its membership,
  * never computed here; without a membership yet, the next billing date stays unknown (null).
