@@ -3,18 +3,19 @@ import type { ApiResponse } from '../support/harness.ts';
 import type { FuzzCase } from './operations.ts';
 
 /**
- * A provider on the public internet (an object created without a base URL gets the real
- * provider's) cannot be reached from the test machine: 502 `gateway_unavailable` naming a DNS or
- * connection failure is the right answer about the environment, not about the input.
+ * 502 about a payment provider is the right answer about the environment, not about the input:
+ * an object created without a base URL gets the real provider's, which the test machine cannot
+ * reach (`gateway_unavailable`), and one whose base URL the run pointed elsewhere gets an HTTP
+ * error where an answer was due (`payment_outcome_unknown`). Counted apart, never a failure.
  */
-export function isProviderUnreachable(res: ApiResponse): boolean {
-  return res.status === 502 && res.body?.error?.code === 'gateway_unavailable' && /\((ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\)/.test(String(res.body?.message));
+export function isProviderAnswer(res: ApiResponse): boolean {
+  return res.status === 502 && ['gateway_unavailable', 'payment_outcome_unknown'].includes(res.body?.error?.code);
 }
 
 /** What is wrong with an answer, judged on its own: a 5xx, or an error that is not the envelope. */
 export function checkAnswer(res: ApiResponse): string[] {
   const problems: string[] = [];
-  if (res.status >= 500 && !isProviderUnreachable(res)) problems.push(`answered ${res.status}`);
+  if (res.status >= 500 && !isProviderAnswer(res)) problems.push(`answered ${res.status}`);
   if (res.status < 300) return problems;
   const body = res.body;
   if (!body || typeof body !== 'object') return [...problems, `error answer is not JSON: ${res.text.slice(0, 200)}`];
@@ -41,8 +42,8 @@ function describeCase(c: FuzzCase): string {
 /** Answers by status class and error code, and every failing case (the first few in full). */
 export class Tally {
   cases = 0;
-  /** 5xx answers that are not failures: `isProviderUnreachable`. */
-  unreachable = 0;
+  /** 5xx answers that are not failures: `isProviderAnswer`. */
+  providerAnswers = 0;
   readonly byClass: Record<string, number> = {};
   readonly byCode: Record<string, number> = {};
   readonly failures: string[] = [];
@@ -53,7 +54,7 @@ export class Tally {
 
   record(c: FuzzCase, res: ApiResponse, problems: string[]): void {
     this.cases++;
-    if (isProviderUnreachable(res)) this.unreachable++;
+    if (isProviderAnswer(res)) this.providerAnswers++;
     const cls = `${Math.floor(res.status / 100)}xx`;
     this.byClass[cls] = (this.byClass[cls] ?? 0) + 1;
     const op = `${c.op.method} ${c.op.path}`;
@@ -75,6 +76,6 @@ export class Tally {
     const never = [...this.accepted].filter(([, n]) => n === 0).map(([op]) => op);
     const why = never.map((op) => `  ${op}: ${this.lastRefusal.get(op) ?? '-'}`).join('\n');
     const coverage = `operations sent: ${this.accepted.size}, never accepted (no 2xx): ${never.length}${why ? `\n${why}` : ''}`;
-    return `fuzz: ${this.cases} cases (seed ${seed}): ${classes}; ${fiveHundreds - this.unreachable} answered ≥ 500 (besides ${this.unreachable} provider-unreachable 502s); ${this.failures.length} problems\n${coverage}\n${codes}`;
+    return `fuzz: ${this.cases} cases (seed ${seed}): ${classes}; ${fiveHundreds - this.providerAnswers} answered ≥ 500 (besides ${this.providerAnswers} 502s about a provider); ${this.failures.length} problems\n${coverage}\n${codes}`;
   }
 }
