@@ -15,12 +15,13 @@ import { TeamStateProbe } from './team-state.ts';
  * surrogates, missing and unknown fields), odd content types, broken JSON, hostile path segments
  * and query strings, Idempotency-Keys fresh and reused.
  *
- * Each answer must be below 500 (but for 502 about a payment provider the test machine cannot
- * reach or that a fuzzed base URL broke: see isProviderAnswer); every non-2xx must be the error envelope with a code from the
- * catalogue at that code's status; a refused (4xx) answer must leave the team's rows as they were.
+ * Each answer must be below 500 (but for a 502 about a payment provider the test machine cannot
+ * reach, or that a fuzzed base URL broke: see isProviderAnswer); every non-2xx must be the error
+ * envelope with a code from the catalogue, at that code's status; a refused (4xx) answer must
+ * leave the team's rows as they were (TeamStateProbe, checked on every case).
  *
- * FUZZ_RUNS (default 1000) cases, FUZZ_SEED (default 11) for a reproducible run, FUZZ_TIME_LIMIT_S
- * (default 900) stops early without failing.
+ * FUZZ_RUNS (default 1000) cases; FUZZ_SEED (default 11) makes a run reproducible: the failing
+ * requests are printed in full. FUZZ_TIME_LIMIT_S (default 900) stops a run early without failing.
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);
 const SEED = Number(process.env.FUZZ_SEED ?? 11);
