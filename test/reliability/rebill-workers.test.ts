@@ -47,6 +47,8 @@ const BATCH = intFromEnv('REBILL_WORKERS_BATCH', 8, 1);
 const SLOW_MS = intFromEnv('REBILL_WORKERS_SLOW_MS', 150);
 /** From the first worker's start to the last run of the queue. */
 const BUDGET_MS = intFromEnv('REBILL_WORKERS_BUDGET_S', 240, 1) * 1000;
+/** At a kill, how long to wait for every busy worker to have an attempt in flight. */
+const IN_FLIGHT_WAIT_MS = 3000;
 /** Orders placed at once while setting up. */
 const SETUP_CONCURRENCY = 8;
 /** The rebill hour the processes run with (the schedule's expected next date is computed from it). */
@@ -492,10 +494,16 @@ async function scenario(): Promise<Outcome> {
       shortfall = `no worker was still billing at kill ${k} (${p.billed}/${SUBSCRIPTIONS} billed)`;
       break;
     }
+    // Preferably while every busy worker has an attempt in flight (the victim is then between the
+    // commit of its attempt and the gateway's answer): polled for up to IN_FLIGHT_WAIT_MS, then killed anyway.
+    const waitUntil = Date.now() + IN_FLIGHT_WAIT_MS;
+    while (p.inFlight < busy.length && Date.now() < waitUntil && p.billed < SUBSCRIPTIONS) {
+      await sleep(5);
+      p = await progress(dbUrl);
+    }
     const victim = busy[Math.floor(Math.random() * busy.length)]!;
     await victim.kill();
-    const after = await progress(dbUrl);
-    kills.push({ worker: victim.name, billedAtKill: after.billed, inFlightAtKill: after.inFlight });
+    kills.push({ worker: victim.name, billedAtKill: p.billed, inFlightAtKill: p.inFlight });
     live = [...live.filter((w) => w !== victim), startWorkerProcess()];
   }
   // The live workers finish their run (the queue as far as nobody's lease holds it), then stop.
@@ -544,7 +552,7 @@ function summarize(o: Outcome): string {
   const lines = [
     `rebill-workers: ${r.subscriptions} subscriptions, ${o.kills.length} kills, ${r.charges} charges, duplicates ${r.duplicates}, unrecorded ${r.unrecorded}, ` +
       `phantom ${r.phantom}, in flight ${r.inFlight}, not charged once ${r.notChargedOnce}, wrong state ${r.wrongState}`,
-    `rebill-workers: kills ${o.kills.map((k) => `${k.worker} at ${k.billedAtKill}/${r.subscriptions} billed (${k.inFlightAtKill} attempts in flight just after)`).join('; ')}; ` +
+    `rebill-workers: kills ${o.kills.map((k) => `${k.worker} at ${k.billedAtKill}/${r.subscriptions} billed (${k.inFlightAtKill} attempts in flight just before)`).join('; ')}; ` +
       `stranded by the kills ${o.stranded}, leases expired ${o.leasesExpired}; setup ${(o.setupMs / 1000).toFixed(1)} s, billing ${(o.billingMs / 1000).toFixed(1)} s ` +
       `(${SUBSCRIPTIONS} subscriptions, batch ${BATCH}, charges ${SLOW_MS} ms)`,
     `rebill-workers: reconcile exit ${o.reconcile.code ?? o.reconcile.signal} in ${o.reconcile.ms} ms, tally ${JSON.stringify(o.reconcileTally) ?? '(none)'}`,
