@@ -490,7 +490,7 @@ async function main(): Promise<number> {
       `node ${process.version} · ${result.machine.cpus}× ${result.machine.cpu_model} · load ${loadAverageBefore[0]} before · git ${result.git.commit ?? '?'}${result.git.dirty ? ' (dirty)' : ''}`,
       ...((loadAverageBefore[0] ?? 0) > result.machine.cpus * 0.5 ? [`note: the machine was already busy (1-min load ${loadAverageBefore[0]} on ${result.machine.cpus} cores): rates lower and noisier than on an idle machine`] : []),
       bar,
-      `rebills/s: ${r.rebills_per_s}   (${charged} charged in ${r.wall_s} s, ${r.ms_per_rebill} ms each, one worker, sequential)`,
+      `rebills/s: ${r.rebills_per_s}   (${charged} charged in ${r.wall_s} s, ${r.ms_per_rebill} ms each, one worker, REBILL_CONCURRENCY at once)`,
       `CPU per rebill: main thread ${r.cpu_ms_per_rebill.main_thread ?? '?'} ms (the engine: app, driver${kind === 'pglite' ? ', PGlite' : ''}), process ${r.cpu_ms_per_rebill.process} ms (+ the sandbox thread)` +
         `   main thread ${r.main_thread_cpu_cores ?? '?'} cores, machine ${r.machine_cpu_cores} of ${result.machine.cpus} cores`,
       `SQL per rebill: ${r.sql_statements_per_rebill} statements sent (BEGIN/COMMIT included), ${r.commits_sent_per_rebill} COMMITs sent` +

@@ -46,6 +46,8 @@ export interface RebillSettings {
   retryDays: number[];
   afterLastRetry: 'cancel' | 'past_due';
   batchSize: number;
+  /** Subscriptions a worker bills at once (their gateway calls overlap). */
+  concurrency: number;
 }
 
 /** Dunning in the spirit of Stripe's smart retries: 1, 3, 5 and 7 days after the due day, then cancelled. */
@@ -61,7 +63,7 @@ function rebillFrom(env: NodeJS.ProcessEnv): RebillSettings {
   }
   const after = env.REBILL_AFTER_LAST_RETRY || 'cancel';
   if (after !== 'cancel' && after !== 'past_due') throw new Error(`REBILL_AFTER_LAST_RETRY must be cancel or past_due, got "${after}"`);
-  return { hour, retryDays, afterLastRetry: after, batchSize: intFrom(env.REBILL_BATCH_SIZE, 50, 'REBILL_BATCH_SIZE') || 50 };
+  return { hour, retryDays, afterLastRetry: after, batchSize: intFrom(env.REBILL_BATCH_SIZE, 50, 'REBILL_BATCH_SIZE') || 50, concurrency: intFrom(env.REBILL_CONCURRENCY, 4, 'REBILL_CONCURRENCY') || 1 };
 }
 
 function intFrom(value: string | undefined, fallback: number, name: string): number {

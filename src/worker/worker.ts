@@ -74,8 +74,12 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
   const running = new Set<Promise<unknown>>();
   let stopped = false;
 
+  // A schedule whose last run is still going is not started again (a long rebill queue, a slow
+  // recovery run): its next tick after it ends picks up whatever is left.
+  const busy = new Set<string>();
   const tick = (s: Schedule) => {
-    if (stopped) return;
+    if (stopped || busy.has(s.name)) return;
+    busy.add(s.name);
     const p = s
       .run(ctx, log)
       .then((result) => log.info({ schedule: s.name, ...result }, 'schedule ran'))
@@ -84,7 +88,10 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
           ? log.warn({ schedule: s.name }, 'schedule skipped: database unavailable (it runs again at its next interval)')
           : log.error({ err, schedule: s.name }, 'schedule failed'),
       )
-      .finally(() => running.delete(p));
+      .finally(() => {
+        busy.delete(s.name);
+        running.delete(p);
+      });
     running.add(p);
   };
   for (const s of schedules) {

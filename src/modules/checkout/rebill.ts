@@ -68,7 +68,13 @@ export class RebillUseCase extends UseCase {
       if (claimed.length === 0) break;
       tally.due += claimed.length;
       REBILL_OUTCOMES.due += claimed.length;
-      for (const s of claimed) {
+      // Up to `concurrency` subscriptions at once: gateway calls overlap (a real one takes ~250 ms);
+      // each subscription's phases stay in order, and the claims keep two workers apart.
+      const queue = [...claimed];
+      const lane = async () => {
+        for (let s = queue.shift(); s; s = queue.shift()) await one(s);
+      };
+      const one = async (s: { id: string; team_id: string }) => {
         try {
           const r = await this.bill(s.team_id, s.id, { mode: 'due' });
           if (r.kind === 'charged') tally.charged++;
@@ -83,7 +89,8 @@ export class RebillUseCase extends UseCase {
           REBILL_OUTCOMES.failed++;
           log?.error({ err, subscription_id: s.id }, 'rebill failed');
         }
-      }
+      };
+      await Promise.all(Array.from({ length: Math.min(this.subscriptions.billing.settings.concurrency, claimed.length) }, lane));
       log?.info({ batch, ...tally }, 'rebill queue progress');
       if (claimed.length < size) break;
     }
