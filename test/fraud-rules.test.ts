@@ -299,10 +299,16 @@ describe('fraud rules: screening card first payments', () => {
   it('declines: a payment waiting for its gateway counts as a possible decline; a hold no attempt is left behind does not', async () => {
     const s = await shop();
     const r = await rule(s, { name: 'One decline per card', metric: 'declines', dimension: 'card_fingerprint', threshold: 1 });
-    const first = order(s, SANDBOX_CARDS.slow);
+    let answered = false;
+    const first = order(s, SANDBOX_CARDS.slow).finally(() => (answered = true));
     const inFlight = () => app.store.run((db) => db.selectFrom('transactions').select('order_id').where('team_id', '=', s.team.teamId).where('in_flight', '=', true).executeTakeFirst());
+    // Polled on a timer: awaiting the embedded database alone never yields to the server's I/O.
     let waiting = await inFlight();
-    while (!waiting) waiting = await inFlight();
+    while (!waiting && !answered) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      waiting = await inFlight();
+    }
+    expect(waiting, 'the first payment was never seen waiting for its gateway').toBeTruthy();
     await expectVelocityBlocked(s, await order(s, SANDBOX_CARDS.slow), r.name, 0);
     expect((await first).status).toBe(200);
     // Approved: its hold is gone, nothing counts against the card.
