@@ -17,6 +17,13 @@ first response exactly, with \`Idempotent-Replayed: true\`; a retry while the fi
 answers 409 \`idempotency_in_flight\`; the same key with a different body answers 422
 \`idempotency_key_reused\`. 5xx responses are not stored, so they can be retried.
 
+**Limits.** JSON bodies nested deeper than 32 levels are refused (400 \`malformed_json\`); a NUL
+or an unpaired surrogate in any string, key, query or path parameter is 422 naming the field.
+Requests are budgeted per token and per client address, reads apart from writes (429
+\`rate_limited\` with \`Retry-After\` and \`RateLimit-*\` headers); an overloaded server answers 503
+\`overloaded\` at once, and a database restart 503 \`database_unavailable\` (both with
+\`Retry-After\`; retry with the same \`Idempotency-Key\`: a key whose request ended in that 503 is released).
+
 **Lists** (\`GET /v1/…\`) return newest first: \`data\` is an array, \`has_more\` says whether more follow.
 Pass \`limit\` (1–100, default 20) and \`starting_after\` (the last id you received) to page.
 `.trim();
