@@ -55,7 +55,14 @@ export type PaymentInput = z.infer<typeof PaymentInput>;
 /** IPv4 or IPv6; an IPv4-mapped IPv6 address is read as the IPv4 one, so both count as one shopper. */
 const IpAddress = z
   .union([z.ipv4(), z.ipv6()], { error: 'must be an IPv4 or IPv6 address' })
-  .transform((v) => ipaddr.process(v).toString());
+  .transform((v, ctx) => {
+    try {
+      return ipaddr.process(v).toString();
+    } catch {
+      ctx.issues.push({ code: 'custom', message: 'must be an IPv4 or IPv6 address', input: v });
+      return z.NEVER;
+    }
+  });
 
 export const CustomerInput = z
   .object({
