@@ -494,7 +494,7 @@ describe('workers', () => {
     const ep = await createEndpoint(teamA, rx.url);
     const event = await emit(teamA);
     const doomed = service({ leaseMs: 400 });
-    const claimed = await doomed.claimDue(100);
+    const claimed = await doomed.deliveries.claimDue(100);
     const mine = claimed.find((c) => c.event_id === event.id && c.endpoint_id === ep.id);
     expect(mine?.locked_until).toBeInstanceOf(Date);
     // ...and the doomed worker dies here, before sending.
@@ -666,7 +666,7 @@ describe('manual replay', () => {
     const rx = await receiver();
     const ep = await createEndpoint(teamA, rx.url);
     const event = await emit(teamA);
-    await service({}).claimDue(100);
+    await service({}).deliveries.claimDue(100);
     const d = await deliveryOf(event.id, ep.id);
     const r = await teamA.api.post(`/v1/webhook-deliveries/${d.id}/replay`);
     expect(r.status, r.text).toBe(409);

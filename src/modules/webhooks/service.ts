@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Logger } from 'pino';
-import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../app/config.ts';
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
@@ -10,9 +8,8 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type ListableTable, type Page, toPage } from '../../db/pagination.ts';
 import type { Row, RowPatch } from '../../db/schema.ts';
 import type { Drainer } from '../../worker/worker.ts';
-import { type EventSink, type EventsService, eventView } from '../events/service.ts';
+import { type EventSink, type EventsService } from '../events/service.ts';
 import * as repo from './repo.ts';
-import { retryAfterMs, retryDelayMs } from './schedule.ts';
 import type {
   Attempt,
   CreateEndpoint,
@@ -23,13 +20,11 @@ import type {
   EndpointWithSecret,
   UpdateEndpoint,
 } from './schemas.ts';
-import { postWebhook, type SendResult } from './sender.ts';
+import { WebhookDeliveries } from './delivery.ts';
 import { resolveAll, type ResolveAll, targetRefusal } from './targets.ts';
 import { presentFields } from '../../db/helpers.ts';
 
-export const USER_AGENT = 'Checkstand-Webhooks/1';
-export const GONE_REASON = 'endpoint answered 410 Gone';
-const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
+export { GONE_REASON, USER_AGENT } from './delivery.ts';
 
 export interface WebhooksOptions {
   /** Let endpoints target loopback, private and other non-public addresses (development and tests only). */
@@ -59,7 +54,7 @@ export function webhookOptionsFrom(config: Config): WebhooksOptions {
 }
 
 /** A delivery a worker holds: its lease (`locked_until`) is its claim ticket when it records the outcome. */
-export type ClaimedDelivery = Row<'webhook_deliveries'>;
+export type { ClaimedDelivery } from './delivery.ts';
 
 function newSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
@@ -97,23 +92,6 @@ export function attemptView(a: Row<'webhook_attempts'>): Attempt {
   };
 }
 
-/** What an attempt came to, decided from the HTTP answer alone. */
-type Verdict = 'succeeded' | 'gone' | 'retry' | 'refused';
-
-function verdictOf(r: SendResult): Verdict {
-  if (r.kind === 'failed') return r.refused ? 'refused' : 'retry';
-  if (r.statusCode >= 200 && r.statusCode < 300) return 'succeeded';
-  if (r.statusCode === 410) return 'gone';
-  return 'retry';
-}
-
-function attemptError(r: SendResult): string | null {
-  if (r.kind === 'failed') return r.error;
-  if (r.statusCode >= 300 && r.statusCode < 400) return `redirect not followed (${r.statusCode}${r.location ? ` to ${r.location.slice(0, 300)}` : ''})`;
-  if (r.statusCode >= 200 && r.statusCode < 300) return null;
-  return `HTTP ${r.statusCode}`;
-}
-
 /**
  * Merchant webhook endpoints and the delivery of events to them, the Standard Webhooks way.
  * As an EventSink it writes one delivery per subscribed endpoint in the transaction that emits
@@ -122,11 +100,9 @@ function attemptError(r: SendResult): string | null {
  */
 export class WebhooksService implements EventSink {
   readonly drainer: Drainer;
-  private readonly disableAfterMs: number;
-  private readonly leaseMs: number;
-  private readonly batchSize: number;
+  /** The worker side: claiming, sending and recording deliveries (delivery.ts). */
+  readonly deliveries: WebhookDeliveries;
   private readonly resolve: ResolveAll;
-  private readonly random: () => number;
 
   constructor(
     private readonly store: Store,
@@ -134,16 +110,13 @@ export class WebhooksService implements EventSink {
     private readonly events: EventsService,
     private readonly opts: WebhooksOptions,
   ) {
-    this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
-    this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * opts.timeoutMs + 10_000);
-    this.batchSize = opts.batchSize ?? 10;
     this.resolve = opts.resolve ?? resolveAll;
-    this.random = opts.random ?? Math.random;
-    this.drainer = { name: 'webhook-deliveries', drain: (_ctx, log) => this.deliverDue(log) };
+    this.deliveries = new WebhookDeliveries(store, secrets, opts);
+    this.drainer = { name: 'webhook-deliveries', drain: (_ctx, log) => this.deliveries.deliverDue(log) };
   }
 
   get maxAttempts(): number {
-    return this.opts.retryScheduleMs.length + 1;
+    return this.deliveries.maxAttempts;
   }
 
   // ---- the outbox side: in the emitter's transaction
@@ -301,159 +274,6 @@ export class WebhooksService implements EventSink {
     const d = await this.store.run((db) => repo.findDelivery(db, teamId, id));
     if (!d) throw notFound('Webhook delivery');
     return deliveryView(d);
-  }
-
-  // ---- the worker side
-
-  /** Claims up to a batch of due deliveries under a lease (exposed so tests can play a worker that dies). */
-  claimDue(limit: number = this.batchSize): Promise<ClaimedDelivery[]> {
-    return this.store.transaction((trx) => repo.claimDueDeliveries(trx, limit, this.leaseMs));
-  }
-
-  /** One drain: claim a batch, send it concurrently outside any transaction, record each outcome. */
-  async deliverDue(log: Logger): Promise<number> {
-    const claimed = await this.claimDue();
-    if (claimed.length === 0) return 0;
-    const jobs = await this.store.run((db) => repo.loadDeliveryJobs(db, claimed.map((c) => c.id)));
-    await Promise.all(
-      claimed.map((c) =>
-        this.deliver(c, jobs.get(c.id), log).catch((err: unknown) =>
-          // The lease runs out and another drain takes the delivery again: nothing is lost.
-          log.error({ err, delivery_id: c.id }, 'webhook delivery could not be recorded'),
-        ),
-      ),
-    );
-    return claimed.length;
-  }
-
-  /** The exact bytes POSTed for an event: the event as GET /v1/events/{id} shows it, identical on every attempt. */
-  payloadOf(event: Row<'events'>): string {
-    return JSON.stringify(eventView(event));
-  }
-
-  /** `v1,<sig>` with the current secret, then one with the previous secret while its grace period runs. */
-  signatureHeader(job: Pick<repo.DeliveryJob, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, msgId: string, at: Date, body: string): string {
-    const secrets = [job.secret];
-    if (job.previous_secret && job.previous_secret_expires_at && job.previous_secret_expires_at.getTime() > at.getTime()) secrets.push(job.previous_secret);
-    return secrets.map((sealed) => new Webhook(this.secrets.decrypt(sealed)).sign(msgId, at, body)).join(' ');
-  }
-
-  private async deliver(claimed: ClaimedDelivery, job: repo.DeliveryJob | undefined, log: Logger): Promise<void> {
-    if (!job) return;
-    if (!job.is_active) {
-      // Disabled after this delivery was claimed: it is cancelled without an attempt.
-      await this.store.transaction(async (trx) => {
-        const d = await repo.lockDelivery(trx, claimed.team_id, claimed.id);
-        if (!d || !this.sameLease(d, claimed) || d.status !== 'pending') return;
-        await repo.updateDelivery(trx, claimed.team_id, claimed.id, { status: 'cancelled', next_attempt_at: null, locked_until: null, last_error: 'endpoint disabled' });
-      });
-      return;
-    }
-    const msgId = job.event.id;
-    const body = this.payloadOf(job.event);
-    const now = new Date();
-    let result: SendResult;
-    try {
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-        'webhook-id': msgId,
-        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-        'webhook-signature': this.signatureHeader(job, msgId, now, body),
-      };
-      result = await postWebhook(job.url, body, headers, { timeoutMs: this.opts.timeoutMs, guard: !this.opts.allowPrivateTargets });
-    } catch (err) {
-      // An unreadable secret (sealed under another service key) or an unusable URL: a failed attempt, retried.
-      result = { kind: 'failed', error: `could not send: ${(err as Error).message}`.slice(0, 500), refused: false, durationMs: 0 };
-    }
-    await this.record(claimed, job, result, log);
-  }
-
-  private sameLease(current: Row<'webhook_deliveries'>, claimed: ClaimedDelivery): boolean {
-    return current.locked_until?.getTime() === claimed.locked_until?.getTime();
-  }
-
-  /** The attempt row and the delivery's next state, in one transaction. */
-  private async record(claimed: ClaimedDelivery, job: repo.DeliveryJob, result: SendResult, log: Logger): Promise<void> {
-    const teamId = claimed.team_id;
-    const attempt = claimed.attempt_count + 1;
-    const verdict = verdictOf(result);
-    const statusCode = result.kind === 'answered' ? result.statusCode : null;
-    const error = attemptError(result);
-    await this.store.transaction(async (trx) => {
-      const current = await repo.lockDelivery(trx, teamId, claimed.id);
-      if (!current) return;
-      await repo.insertAttempt(trx, {
-        id: newId('webhookAttempt'),
-        team_id: teamId,
-        delivery_id: claimed.id,
-        attempt,
-        status_code: statusCode,
-        duration_ms: result.durationMs,
-        response_body: result.kind === 'answered' ? result.body : null,
-        error,
-      });
-      if (!this.sameLease(current, claimed)) {
-        // Our lease ran out and another worker holds the delivery now: it owns the state.
-        log.warn({ delivery_id: claimed.id }, 'webhook attempt finished after its lease expired');
-        return;
-      }
-      const done = { attempt_count: attempt, last_status_code: statusCode, last_error: error, locked_until: null };
-      if (verdict === 'succeeded') {
-        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'succeeded', next_attempt_at: null });
-        await repo.clearEndpointFailures(trx, teamId, job.endpoint_id);
-        return;
-      }
-      if (current.status !== 'pending') {
-        // Cancelled while in flight (the endpoint was disabled): it stays cancelled.
-        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, next_attempt_at: null });
-        return;
-      }
-      if (verdict === 'gone') {
-        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
-        await this.disableEndpoint(trx, teamId, job.endpoint_id, GONE_REASON);
-        log.warn({ endpoint_id: job.endpoint_id }, 'webhook endpoint disabled: 410 Gone');
-        return;
-      }
-      const delay = verdict === 'retry' ? this.nextDelay(attempt, result) : null;
-      if (delay !== null) {
-        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'pending', next_attempt_at: repo.dueIn(delay) });
-        return;
-      }
-      await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
-      await this.countFailedDelivery(trx, teamId, job.endpoint_id, error, log);
-    });
-  }
-
-  /** Retry-After (seconds or an HTTP-date, at most 24 h) wins over the schedule; null when no attempt is left. */
-  private nextDelay(attemptsMade: number, result: SendResult): number | null {
-    if (attemptsMade >= this.maxAttempts) return null;
-    const asked = result.kind === 'answered' ? retryAfterMs(result.retryAfter) : null;
-    return asked ?? retryDelayMs(this.opts.retryScheduleMs, attemptsMade, this.random);
-  }
-
-  private async countFailedDelivery(trx: Tx, teamId: string, endpointId: string, lastError: string | null, log: Logger): Promise<void> {
-    const failures = await repo.addEndpointFailure(trx, teamId, endpointId);
-    const last = lastError ? ` (last: ${lastError.slice(0, 200)})` : '';
-    let reason: string | null = null;
-    if (failures >= this.opts.disableAfterFailures) {
-      reason = `disabled after ${failures} consecutive failed deliveries${last}`;
-    } else {
-      const since = await repo.failingSince(trx, teamId, endpointId, failures);
-      if (since && Date.now() - since.getTime() > this.disableAfterMs) {
-        const days = Math.round(this.disableAfterMs / 86_400_000);
-        reason = `disabled after failing continuously since ${since.toISOString()} (more than ${days} days)${last}`;
-      }
-    }
-    if (reason) {
-      await this.disableEndpoint(trx, teamId, endpointId, reason);
-      log.warn({ endpoint_id: endpointId, reason }, 'webhook endpoint disabled');
-    }
-  }
-
-  private async disableEndpoint(trx: Tx, teamId: string, endpointId: string, reason: string): Promise<void> {
-    await repo.updateEndpoint(trx, teamId, endpointId, { is_active: false, disabled_at: new Date(), disabled_reason: reason });
-    await repo.cancelPendingDeliveries(trx, teamId, endpointId, `endpoint disabled: ${reason}`);
   }
 
   // ---- shared
