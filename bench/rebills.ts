@@ -15,7 +15,6 @@
  *
  * See bench/README.md ("Rebill bench").
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,6 +31,7 @@ import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { seedDemo } from '../src/app/seed.ts';
 import { CreateOffer } from '../src/modules/catalog/schemas.ts';
 import type { RebillTally } from '../src/modules/checkout/rebill.ts';
+import { UsageError, gitInfo, recreateDatabase, redactUrl } from './common.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -66,8 +66,6 @@ One worker's rebill queue (RebillUseCase.runDue, in process) billing every subsc
 the sandbox's NMI gateway over HTTP (in a thread of this process).
 Database: PostgreSQL when DATABASE_URL is set, else embedded PGlite in a temporary data dir.
 Report: bench/results/<timestamp>-rebills-<pglite|postgres>.json`;
-
-class UsageError extends Error {}
 
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined || raw === '') return fallback;
@@ -111,45 +109,6 @@ function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 'help' 
 // ---------------------------------------------------------------------------------- helpers
 
 const log = (line: string) => process.stdout.write(`[bench:rebills] ${line}\n`);
-
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparseable DATABASE_URL)';
-  }
-}
-
-function gitInfo(): { commit: string | null; dirty: boolean | null } {
-  try {
-    const opts = { cwd: HERE, stdio: ['ignore', 'pipe', 'ignore'] as ['ignore', 'pipe', 'ignore'], encoding: 'utf8' as const };
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], opts).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], opts).trim().length > 0;
-    return { commit, dirty };
-  } catch {
-    return { commit: null, dirty: null };
-  }
-}
-
-/** With --fresh-db: (re)creates the database DATABASE_URL names, through the server's `postgres` database. */
-async function recreateDatabase(url: string, drop: boolean): Promise<void> {
-  const u = new URL(url);
-  const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (!/bench/i.test(name) || !/^[A-Za-z0-9_]+$/.test(name)) {
-    throw new UsageError(`--fresh-db drops the database: it only works on a database whose name contains "bench" (letters, digits, _), not "${name}"`);
-  }
-  u.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: u.toString() });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    if (!drop) await admin.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await admin.end();
-  }
-}
 
 /** CPU time (user + system, ms) of this process's main thread, from /proc (Linux; 10 ms ticks). Null elsewhere. */
 function mainThreadCpuMs(): number | null {

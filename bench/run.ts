@@ -15,7 +15,6 @@
  * After the load it waits for the worker to deliver every webhook, then checks the sandbox ledger,
  * the webhooks received and the mail written against what the API answered. See bench/README.md.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,7 +23,6 @@ import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { loadConfig } from '../src/app/config.ts';
 import { LIMITS_OFF as BENCH_LIMITS_OFF } from '../test/reliability/limits-off.ts';
 import { createLogger } from '../src/app/logger.ts';
@@ -34,6 +32,7 @@ import { buildServer } from '../src/app/server.ts';
 import type { Http } from '../src/app/http.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
+import { UsageError, gitInfo, recreateDatabase, redactUrl } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, summarizeProfile, writeProfile } from './profile.ts';
 import {
   benchCardExp,
@@ -95,8 +94,6 @@ with the outbox worker delivering webhooks to a local receiver.
 Database: PostgreSQL when DATABASE_URL is set, else embedded PGlite in a temporary data dir.
 Report: bench/results/<timestamp>-<pglite|postgres>.json`;
 
-class UsageError extends Error {}
-
 function num(name: string, raw: string | undefined, fallback: number, check: (n: number) => boolean, what: string): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
@@ -145,45 +142,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
 
 const log = (line: string) => process.stdout.write(`[bench] ${line}\n`);
 
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparseable DATABASE_URL)';
-  }
-}
-
-function gitInfo(): { commit: string | null; dirty: boolean | null } {
-  try {
-    const opts = { cwd: HERE, stdio: ['ignore', 'pipe', 'ignore'] as ['ignore', 'pipe', 'ignore'], encoding: 'utf8' as const };
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], opts).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], opts).trim().length > 0;
-    return { commit, dirty };
-  } catch {
-    return { commit: null, dirty: null };
-  }
-}
-
-/** With --fresh-db: (re)creates the database DATABASE_URL names, through the server's `postgres` database. */
-async function recreateDatabase(url: string, drop: boolean): Promise<void> {
-  const u = new URL(url);
-  const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (!/bench/i.test(name) || !/^[A-Za-z0-9_]+$/.test(name)) {
-    throw new UsageError(`--fresh-db drops the database: it only works on a database whose name contains "bench" (letters, digits, _), not "${name}"`);
-  }
-  u.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: u.toString() });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    if (!drop) await admin.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await admin.end();
-  }
-}
-
 function pad(s: string | number, n: number, right = false): string {
   const t = String(s);
   return right ? t.padEnd(n) : t.padStart(n);
@@ -193,7 +151,6 @@ function fmtCounts(counts: Record<string, number>): string {
   const entries = Object.entries(counts).sort((a, b) => b[1] - a[1]);
   return entries.length ? entries.map(([k, v]) => `${k}: ${v}`).join(', ') : 'none';
 }
-
 
 // ---------------------------------------------------------------------------------- report
 

@@ -1,0 +1,52 @@
+/**
+ * What the benchmarks share: the git state they ran on, a database URL fit for a log line, and the
+ * throwaway database `--fresh-db` makes (only one whose name says "bench").
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+/** A bad command line: the bench prints it with its usage and exits 2. */
+export class UsageError extends Error {}
+
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable DATABASE_URL)';
+  }
+}
+
+export function gitInfo(): { commit: string | null; dirty: boolean | null } {
+  try {
+    const opts = { cwd: HERE, stdio: ['ignore', 'pipe', 'ignore'] as ['ignore', 'pipe', 'ignore'], encoding: 'utf8' as const };
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], opts).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], opts).trim().length > 0;
+    return { commit, dirty };
+  } catch {
+    return { commit: null, dirty: null };
+  }
+}
+
+/** With --fresh-db: (re)creates the database DATABASE_URL names, through the server's `postgres` database. */
+export async function recreateDatabase(url: string, drop: boolean): Promise<void> {
+  const u = new URL(url);
+  const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!/bench/i.test(name) || !/^[A-Za-z0-9_]+$/.test(name)) {
+    throw new UsageError(`--fresh-db drops the database: it only works on a database whose name contains "bench" (letters, digits, _), not "${name}"`);
+  }
+  u.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: u.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    if (!drop) await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+}
