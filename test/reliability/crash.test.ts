@@ -24,14 +24,7 @@ import { ServerGate } from './gate.ts';
 import { LIMITS_OFF } from './limits-off.ts';
 import { type CheckReport, checkLedger, type NmiEntry } from './ledger-check.ts';
 import { type CliResult, ServeProcess, type SandboxProcess, freePort, killAll, runCli, sleep, startSandboxProcess } from './processes.ts';
-
-function intFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
-  return n;
-}
+import { intFromEnv, api, parseTally } from './setup.ts';
 
 const KILLS = intFromEnv('CRASH_KILLS', 20);
 const MIN_FUNNELS = intFromEnv('CRASH_MIN_FUNNELS', 40);
@@ -70,36 +63,6 @@ function ran(): Outcome {
   if (setupError) throw setupError;
   if (!outcome) throw new Error('the crash scenario did not run');
   return outcome;
-}
-
-async function api(base: string, token: string, method: 'POST' | 'PATCH', p: string, body: unknown): Promise<any> {
-  const res = await fetch(base + p, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text.slice(0, 500)}`);
-  return JSON.parse(text).data;
-}
-
-/** The JSON tally `reconcile` prints: its whole stdout, or else its last line that is a JSON object. */
-function parseTally(stdout: string): unknown {
-  const text = stdout.trim();
-  try {
-    return JSON.parse(text);
-  } catch {
-    for (const line of text.split('\n').reverse()) {
-      if (!line.trim().startsWith('{')) continue;
-      try {
-        return JSON.parse(line);
-      } catch {
-        /* keep looking */
-      }
-    }
-  }
-  return undefined;
 }
 
 function summarize(o: Outcome): string {

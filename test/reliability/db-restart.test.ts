@@ -35,14 +35,7 @@ import { ServerGate } from './gate.ts';
 import { LIMITS_OFF } from './limits-off.ts';
 import { type CheckReport, checkLedger, type NmiEntry } from './ledger-check.ts';
 import { BackgroundProcess, type CliResult, ServeProcess, type SandboxProcess, freePort, killAll, runCli, sleep, startSandboxProcess } from './processes.ts';
-
-function intFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
-  return n;
-}
+import { intFromEnv, api } from './setup.ts';
 
 const RESTARTS = intFromEnv('DB_RESTARTS', 5);
 const CUSTOMERS = intFromEnv('DB_CUSTOMERS', 8);
@@ -107,18 +100,6 @@ function ran(): Outcome {
   if (setupError) throw setupError;
   if (!outcome) throw new Error('the database-restart scenario did not run');
   return outcome;
-}
-
-async function api(base: string, token: string, method: 'POST' | 'PATCH', p: string, body: unknown): Promise<any> {
-  const res = await fetch(base + p, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text.slice(0, 500)}`);
-  return JSON.parse(text).data;
 }
 
 async function query<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {

@@ -28,14 +28,7 @@ import { createScratchDatabase, readRecords, type ScratchDatabase } from './data
 import { type CheckReport, checkLedger, type NmiEntry } from './ledger-check.ts';
 import { LIMITS_OFF } from './limits-off.ts';
 import { BackgroundProcess, type CliResult, ServeProcess, type SandboxProcess, freePort, killAll, runCli, sleep, startSandboxProcess } from './processes.ts';
-
-function intFromEnv(name: string, fallback: number, min = 0): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}`);
-  return n;
-}
+import { intFromEnv, api, parseTally } from './setup.ts';
 
 /** Card subscriptions billed (each one order over the API first). */
 const SUBSCRIPTIONS = intFromEnv('REBILL_WORKERS_SUBSCRIPTIONS', 80, 2);
@@ -310,37 +303,6 @@ async function progress(url: string): Promise<{ billed: number; inFlight: number
     );
     return r.rows[0] as { billed: number; inFlight: number; leased: number };
   });
-}
-
-async function api(base: string, token: string, method: 'POST' | 'PATCH', p: string, body: unknown): Promise<any> {
-  for (let attempt = 1; ; attempt++) {
-    const res = await fetch(base + p, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
-    });
-    const text = await res.text();
-    // A loaded machine may answer 503 (shedding is off, but the pool may time out): try again, a few times.
-    if (res.status === 503 && attempt < 5) {
-      await sleep(500 * attempt);
-      continue;
-    }
-    if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text.slice(0, 500)}`);
-    return JSON.parse(text).data;
-  }
-}
-
-function parseTally(stdout: string): unknown {
-  for (const line of stdout.trim().split('\n').reverse()) {
-    if (!line.trim().startsWith('{')) continue;
-    try {
-      return JSON.parse(line);
-    } catch {
-      /* keep looking */
-    }
-  }
-  return undefined;
 }
 
 interface KillRecord {
