@@ -5,6 +5,7 @@ import { startSandbox } from '../src/sandbox/server.ts';
 import { email, seedFunnel } from './support/fixtures.ts';
 import { ApiClient, startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 import { seedDemo } from '../src/app/seed.ts';
+import { nmiLedger, nmiSandboxGateway } from './support/nmi.ts';
 
 // $0 first payments (issue 14): a free trial or a fully discounted cart verifies and vaults the
 // card (NMI validate + add_customer, the 3DS gateway's zero-amount setup) instead of sending a $0 sale.
@@ -23,26 +24,9 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-interface NmiEntry {
-  transactionid: string | null;
-  type: string;
-  status: string;
-  amount_minor: number | null;
-  orderid: string | null;
-  customer_vault_id: string | null;
-  last4: string | null;
-}
+const nmiGateway = () => nmiSandboxGateway(team, sandbox.url, { prefix: 'ft' });
 
-async function nmiGateway() {
-  const key = `ft_${process.pid}_${++seq}`;
-  const r = await team.api.post('/v1/gateways', { name: `nmi ${seq}`, kind: 'nmi', base_url: sandbox.url, credentials: { security_key: key }, test_mode: true });
-  expect(r.status, r.text).toBe(201);
-  return { id: r.body.data.id as string, key };
-}
-
-async function nmiLedger(key: string): Promise<NmiEntry[]> {
-  return ((await (await fetch(`${sandbox.url}/sandbox/nmi/ledger?security_key=${key}`)).json()) as { transactions: NmiEntry[] }).transactions;
-}
+const ledgerOf = (key: string) => nmiLedger(sandbox.url, key);
 
 async function trialCampaign(gatewayId: string) {
   const f = await seedFunnel(app, team.teamId);
@@ -74,7 +58,7 @@ describe('$0 first payments by card', () => {
     expect(r.body).toMatchObject({ success: true, data: { status: 'processing', payment_status: 'completed', total: 0 } });
     expect(r.body.message).toMatch(/verified/);
 
-    const gw = await nmiLedger(g.key);
+    const gw = await ledgerOf(g.key);
     expect(gw.map((e) => [e.type, e.status])).toEqual([['validate', 'approved']]);
     expect(gw[0]).toMatchObject({ amount_minor: 0, last4: '1111', orderid: r.body.data.transaction_id });
     const vaultId = gw[0]!.customer_vault_id;
@@ -123,7 +107,7 @@ describe('$0 first payments by card', () => {
     const r = await createOrder(f.campaignId, [{ offer_id: f.offers.guide, quantity: 1 }], card(SANDBOX_CARDS.approve), { coupon_code: coupon.body.data.code });
     expect(r.status, r.text).toBe(200);
     expect(r.body.data).toMatchObject({ payment_status: 'completed', total: 0, discount_total: 900 });
-    expect((await nmiLedger(g.key)).map((e) => [e.type, e.status, e.amount_minor])).toEqual([['validate', 'approved', 0]]);
+    expect((await ledgerOf(g.key)).map((e) => [e.type, e.status, e.amount_minor])).toEqual([['validate', 'approved', 0]]);
     const { order, transactions } = await rows(r.body.data.order_number);
     expect(order.payment_method_id).toBeTruthy();
     expect(transactions.map((t) => [t.type, t.status, t.amount])).toEqual([['verification', 'approved', 0]]);
@@ -135,7 +119,7 @@ describe('$0 first payments by card', () => {
     const r = await createOrder(f.campaignId, [{ offer_id: f.offers.trial, quantity: 1 }], card(SANDBOX_CARDS.insufficientFunds));
     expect(r.status, r.text).toBe(402);
     expect(r.body).toMatchObject({ success: false, data: { status: 'declined', payment_status: 'declined' }, error: { code: 'payment_declined', decline_code: '202' } });
-    expect((await nmiLedger(g.key)).map((e) => [e.type, e.status, e.customer_vault_id])).toEqual([['validate', 'declined', null]]);
+    expect((await ledgerOf(g.key)).map((e) => [e.type, e.status, e.customer_vault_id])).toEqual([['validate', 'declined', null]]);
     const before = await rows(r.body.data.order_number);
     expect(before.order.payment_method_id).toBeNull();
     expect(before.methods.filter((m) => m.gateway_id === g.id)).toHaveLength(0);
@@ -143,7 +127,7 @@ describe('$0 first payments by card', () => {
 
     const again = await team.api.post('/checkout/orders/reprocess', { order_number: r.body.data.order_number, payment: card(SANDBOX_CARDS.approve) });
     expect(again.status, again.text).toBe(200);
-    expect((await nmiLedger(g.key)).map((e) => [e.type, e.status])).toEqual([
+    expect((await ledgerOf(g.key)).map((e) => [e.type, e.status])).toEqual([
       ['validate', 'declined'],
       ['validate', 'approved'],
     ]);

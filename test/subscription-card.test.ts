@@ -4,13 +4,13 @@ import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { email, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+import { nmiLedger, nmiSandboxGateway } from './support/nmi.ts';
 
 // Replacing a card subscription's card (issue 14): POST /v1/subscriptions/{id}/payment-method
 // verifies and vaults the new card at $0, over HTTP against the NMI sandbox.
 let app: TestApp;
 let team: TestTeam;
 let sandbox: { url: string; close(): Promise<void> };
-let seq = 0;
 
 /** Luhn-valid cards the sandbox approves, each with its own last 4. */
 const NEW_VISA = '4000056655665556';
@@ -26,25 +26,9 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-interface NmiEntry {
-  transactionid: string | null;
-  type: string;
-  status: string;
-  amount_minor: number | null;
-  customer_vault_id: string | null;
-  last4: string | null;
-}
+const nmiGateway = () => nmiSandboxGateway(team, sandbox.url, { prefix: 'sc' });
 
-async function nmiGateway() {
-  const key = `sc_${process.pid}_${++seq}`;
-  const r = await team.api.post('/v1/gateways', { name: `nmi ${seq}`, kind: 'nmi', base_url: sandbox.url, credentials: { security_key: key }, test_mode: true });
-  expect(r.status, r.text).toBe(201);
-  return { id: r.body.data.id as string, key };
-}
-
-async function nmiLedger(key: string): Promise<NmiEntry[]> {
-  return ((await (await fetch(`${sandbox.url}/sandbox/nmi/ledger?security_key=${key}`)).json()) as { transactions: NmiEntry[] }).transactions;
-}
+const ledgerOf = (key: string) => nmiLedger(sandbox.url, key);
 
 const card = (number: string, exp = '12/39') => ({ card_number: number, card_exp: exp, card_cvv: '123' });
 
@@ -86,7 +70,7 @@ describe('replacing the card of a card subscription', () => {
     expect(r.text).not.toContain(NEW_VISA);
     expect((await team.api.get(`/v1/subscriptions/${subscriptionId}`)).body.data.payment_method).toMatchObject({ last4: '5556', exp: '08/31' });
 
-    const gw = await nmiLedger(g.key);
+    const gw = await ledgerOf(g.key);
     expect(gw.map((e) => [e.type, e.status, e.last4])).toEqual([
       ['sale', 'approved', '1111'],
       ['validate', 'approved', '5556'],
@@ -126,7 +110,7 @@ describe('replacing the card of a card subscription', () => {
     const tally = await app.ctx.services.checkout.rebill.runDue();
     expect(tally.charged).toBeGreaterThanOrEqual(1);
     expect((await subscriptionRow(subscriptionId)).status).toBe('active');
-    const sales = (await nmiLedger(g.key)).filter((e) => e.type === 'sale');
+    const sales = (await ledgerOf(g.key)).filter((e) => e.type === 'sale');
     expect(sales.map((e) => [e.status, e.last4])).toEqual([
       ['approved', SANDBOX_CARDS.rebillSoftDecline.slice(-4)],
       ['declined', SANDBOX_CARDS.rebillSoftDecline.slice(-4)],
@@ -142,8 +126,8 @@ describe('replacing the card of a card subscription', () => {
     await app.ctx.services.catalog.updateCampaign(team.teamId, funnel.campaignId, { gateway_id: g2.id });
     const r = await team.api.post(`/v1/subscriptions/${subscriptionId}/payment-method`, card(NEW_VISA));
     expect(r.status, r.text).toBe(200);
-    expect((await nmiLedger(g.key)).map((e) => e.type)).toEqual(['sale']);
-    expect((await nmiLedger(g2.key)).map((e) => [e.type, e.status])).toEqual([['validate', 'approved']]);
+    expect((await ledgerOf(g.key)).map((e) => e.type)).toEqual(['sale']);
+    expect((await ledgerOf(g2.key)).map((e) => [e.type, e.status])).toEqual([['validate', 'approved']]);
     const sub = await subscriptionRow(subscriptionId);
     const method = (await methodsOf(sub.customer_id)).find((m) => m.id === sub.payment_method_id);
     expect(method).toMatchObject({ gateway_id: g2.id, last4: '5556' });
@@ -157,7 +141,7 @@ describe('replacing the card of a card subscription', () => {
     expect(r.status, r.text).toBe(422);
     expect(r.body).toMatchObject({ success: false, error: { type: 'card_error', code: 'card_verification_declined' }, data: { decline_code: '251' } });
     expect(r.body.message).toMatch(/Lost card/i);
-    expect((await nmiLedger(g.key)).map((e) => [e.type, e.status, e.customer_vault_id])).toEqual([
+    expect((await ledgerOf(g.key)).map((e) => [e.type, e.status, e.customer_vault_id])).toEqual([
       ['sale', 'approved', expect.any(String)],
       ['validate', 'declined', null],
     ]);
@@ -169,7 +153,7 @@ describe('replacing the card of a card subscription', () => {
     const invalid = await team.api.post(`/v1/subscriptions/${subscriptionId}/payment-method`, { card_number: '4111111111111112', card_exp: '13/30', card_cvv: '1' });
     expect(invalid.status).toBe(422);
     expect(invalid.body.error.fields.map((f: { path: string }) => f.path).sort()).toEqual(['card_cvv', 'card_exp', 'card_number']);
-    expect(await nmiLedger(g.key)).toHaveLength(2);
+    expect(await ledgerOf(g.key)).toHaveLength(2);
   });
 
   it('lets the recovery run record a card replacement whose answer was lost, without touching the order', async () => {
@@ -210,6 +194,6 @@ describe('replacing the card of a card subscription', () => {
     const external = await team.api.post(`/v1/subscriptions/${externalId}/payment-method`, card(NEW_VISA));
     expect(external.status, external.text).toBe(409);
     expect(external.body.error.code).toBe('subscription_externally_managed');
-    expect((await nmiLedger(g.key)).map((e) => e.type)).toEqual(['sale']);
+    expect((await ledgerOf(g.key)).map((e) => e.type)).toEqual(['sale']);
   });
 });
