@@ -106,3 +106,29 @@ describe('nesting and bodies', () => {
     }
   });
 });
+
+describe('HTTP that never reaches a route', () => {
+  async function raw(request: string): Promise<string> {
+    const { port } = new URL(app.url);
+    const net = await import('node:net');
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => socket.end(request));
+      let text = '';
+      socket.on('data', (d) => (text += String(d)));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+  }
+
+  it('answers headers over the 16 KB limit with 431 in the envelope, not a bare Node answer', async () => {
+    const r = await fetch(`${app.url}/v1/orders`, { headers: { authorization: `Bearer ${team.token}`, 'x-padding': 'a'.repeat(20_000) } });
+    expect(r.status).toBe(431);
+    expect(await r.json()).toMatchObject({ success: false, data: null, error: { type: 'invalid_request_error', code: 'headers_too_large' } });
+  });
+
+  it('answers a request that is not HTTP with 400 malformed_request in the envelope', async () => {
+    const text = await raw('GARBAGE / NOT-HTTP\r\n\r\n');
+    expect(text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ success: false, error: { code: 'malformed_request' } });
+  });
+});

@@ -1,6 +1,8 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody } from './envelope.ts';
-import { ApiError, type FieldError } from './errors.ts';
+import { ApiError, ERRORS, type ErrorCode, type FieldError } from './errors.ts';
 
 /**
  * Input PostgreSQL cannot take, refused before any handler sees it (issue 11: bad input never
@@ -137,4 +139,22 @@ export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: 
     : err.code === 'FST_ERR_BAD_URL' ? 'the URL path is not valid percent-encoded UTF-8'
     : 'the URL cannot be routed';
   reply.code(422).send(errorBody('validation_failed', `The request is invalid: params: ${message}`, [{ path: 'params', message }]));
+}
+
+/**
+ * HTTP that never reaches a route (Fastify's `clientErrorHandler`): headers or a URL over Node's
+ * 16 KB limit answer 431, a request not received in time 408, anything unparseable 400 — all in
+ * the error envelope, written straight to the socket (there is no request object yet), then closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const code: ErrorCode = err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'malformed_request';
+  const { status, message } = ERRORS[code];
+  const body = JSON.stringify(errorBody(code, message));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }

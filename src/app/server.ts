@@ -30,7 +30,7 @@ import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
-import { frameworkErrors, refuseUndeclaredBodies, registerInputGuards } from './input-guard.ts';
+import { clientErrorHandler, frameworkErrors, refuseUndeclaredBodies, registerInputGuards } from './input-guard.ts';
 import type { Http } from './http.ts';
 import { MAX_KEY_LENGTH } from '../modules/idempotency/service.ts';
 import { registerLimits } from './limits/index.ts';
@@ -69,6 +69,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     },
     return503OnClosing: true,
     frameworkErrors,
+    clientErrorHandler,
     trustProxy: ctx.config.trustProxy,
   }).withTypeProvider<ZodTypeProvider>();
 
