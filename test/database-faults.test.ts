@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startWorkerMetrics } from '../src/worker/metrics-server.ts';
 import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
@@ -186,5 +187,31 @@ describe('database unavailable', () => {
     expect(tally.released_claims).toBe(1);
     const up = await team.api.post('/checkout/orders/upsell', { order_number: orderNumber, upsell_id: funnel.upsellId, quantity: 1 });
     expect(up.status, up.text).toBe(200);
+  });
+
+  it("the worker's own listener (WORKER_METRICS_PORT) says the same: db_up, /readyz 503 while away, 200 after", async () => {
+    const w = await startWorkerMetrics(app.store, { host: '127.0.0.1', port: 0 });
+    try {
+      const get = async (path: string) => {
+        const r = await fetch(w.url + path);
+        return { status: r.status, text: await r.text() };
+      };
+      expect((await get('/readyz')).status).toBe(200);
+      const metrics = (await get('/metrics')).text;
+      expect(metrics).toMatch(/^checkstand_db_up 1$/m);
+      expect(metrics).toMatch(/^checkstand_rebills_total\{outcome="charged"\} \d+$/m);
+      (app.store.pool as { connect: unknown }).connect = () => Promise.reject(refused());
+      expect((await get('/readyz')).status).toBe(503);
+      expect((await get('/healthz')).status).toBe(200);
+      expect((await get('/metrics')).text).toMatch(/^checkstand_db_up 0$/m);
+      delete (app.store.pool as { connect?: unknown }).connect;
+      expect((await get('/readyz')).status).toBe(200);
+      expect((await get('/metrics')).text).toMatch(/^checkstand_db_up 1$/m);
+      const missing = await get('/nope');
+      expect(missing.status).toBe(404);
+      expect(JSON.parse(missing.text)).toMatchObject({ success: false, error: { code: 'route_not_found' } });
+    } finally {
+      await w.close();
+    }
   });
 });

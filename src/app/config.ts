@@ -18,6 +18,8 @@ export interface Config {
   dbConnectTimeoutMs: number;
   /** How long `serve`, `worker` and the CLI wait at start for a database that is not reachable yet. */
   dbStartupWaitMs: number;
+  /** `checkstand worker`'s own /metrics, /healthz and /readyz listener (on HOST); unset: none, 0: any free port. */
+  workerMetricsPort: number | undefined;
   /** Card rebills: the hour (0–23, the team's time zone) cycles fall due; the dunning retries (days after a cycle's due day); what the last failed retry does. */
   rebill: RebillSettings;
   /** Lets webhook endpoints target loopback, private, link-local and other non-public addresses (development, tests). */
@@ -109,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolMax: intFrom(env.DATABASE_POOL_MAX, 10, 'DATABASE_POOL_MAX'),
     dbConnectTimeoutMs: intFrom(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
     dbStartupWaitMs: intFrom(env.DATABASE_STARTUP_WAIT_MS, 30_000, 'DATABASE_STARTUP_WAIT_MS'),
+    workerMetricsPort: env.WORKER_METRICS_PORT ? intFrom(env.WORKER_METRICS_PORT, 0, 'WORKER_METRICS_PORT') : undefined,
     rebill: rebillFrom(env),
     webhookAllowPrivateTargets: boolFrom(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'),
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 10_000, 'WEBHOOK_TIMEOUT_MS'),

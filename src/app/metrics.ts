@@ -3,24 +3,13 @@ import client from 'prom-client';
 import type { Store } from '../db/database.ts';
 import { REBILL_OUTCOMES } from '../modules/checkout/rebill.ts';
 
-/** A registry per server instance, so several servers in one process (tests) do not collide. */
-export function registerMetrics(app: FastifyInstance, store: Store): client.Registry {
-  const registry = new client.Registry();
+/**
+ * What every long-running process reports, the API and `checkstand worker` alike: Node's defaults,
+ * the database pool, whether the database answers (`checkstand_db_up`), connection errors, and
+ * this process's rebills.
+ */
+export function processMetrics(registry: client.Registry, store: Store): void {
   client.collectDefaultMetrics({ register: registry });
-
-  const requests = new client.Counter({
-    name: 'checkstand_http_requests_total',
-    help: 'HTTP requests by route template, method and status code',
-    labelNames: ['method', 'route', 'status_code'] as const,
-    registers: [registry],
-  });
-  const duration = new client.Histogram({
-    name: 'checkstand_http_request_duration_seconds',
-    help: 'HTTP request latency by route template, method and status code',
-    labelNames: ['method', 'route', 'status_code'] as const,
-    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
-  });
   const pool = store.pool;
   new client.Gauge({
     name: 'checkstand_db_pool_connections',
@@ -67,6 +56,26 @@ export function registerMetrics(app: FastifyInstance, store: Store): client.Regi
       }
     },
   });
+}
+
+/** A registry per server instance, so several servers in one process (tests) do not collide. */
+export function registerMetrics(app: FastifyInstance, store: Store): client.Registry {
+  const registry = new client.Registry();
+
+  const requests = new client.Counter({
+    name: 'checkstand_http_requests_total',
+    help: 'HTTP requests by route template, method and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    registers: [registry],
+  });
+  const duration = new client.Histogram({
+    name: 'checkstand_http_request_duration_seconds',
+    help: 'HTTP request latency by route template, method and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  processMetrics(registry, store);
 
   app.addHook('onResponse', async (req, reply) => {
     // The route template, never the raw URL: ids in paths would explode the label set.

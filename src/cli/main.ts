@@ -10,6 +10,7 @@ import { type DemoSeed, seedDemo } from '../app/seed.ts';
 import { buildServer } from '../app/server.ts';
 import { tokenView } from '../modules/teams/service.ts';
 import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
+import { startWorkerMetrics } from '../worker/metrics-server.ts';
 import { startWorker } from '../worker/worker.ts';
 import { demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
 
@@ -153,7 +154,11 @@ export function buildCli(): Command {
       const rt = await openRuntime();
       surviveDatabaseOutages(rt.log);
       const w = startWorker(rt.ctx, rt.log);
+      const port = rt.config.workerMetricsPort;
+      const metrics = port === undefined ? undefined : await startWorkerMetrics(rt.ctx.store, { host: rt.config.host, port }, rt.log);
+      if (metrics) rt.log.info({ url: metrics.url }, 'worker metrics serving (/metrics, /healthz, /readyz)');
       const stop = async () => {
+        await metrics?.close();
         await w.stop();
         await rt.close();
         process.exit(0);

@@ -83,6 +83,7 @@ interface Outcome {
   reconcile: CliResult;
   report: CheckReport;
   metrics: string;
+  workerMetrics: string;
   readyAfter: number;
 }
 
@@ -182,7 +183,8 @@ async function scenario(): Promise<Outcome> {
 
   serve = new ServeProcess(await freePort(), env);
   await serve.start();
-  worker = new BackgroundProcess(['worker'], env);
+  const workerMetricsPort = await freePort();
+  worker = new BackgroundProcess(['worker'], { ...env, HOST: '127.0.0.1', WORKER_METRICS_PORT: String(workerMetricsPort) });
   const securityKey = `dbfault_${randomBytes(12).toString('hex')}`;
   const gateway = await api(serve.url, seed.token, 'POST', '/v1/gateways', {
     kind: 'nmi',
@@ -280,6 +282,7 @@ async function scenario(): Promise<Outcome> {
   const ledger = (await ledgerRes.json()) as { transactions: NmiEntry[] };
   const report = checkLedger(ledger.transactions, await readRecords(dbUrl));
   const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+  const workerMetrics = await (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
   const readyAfter = (await fetch(`${serve.url}/readyz`)).status;
 
   return {
@@ -300,6 +303,7 @@ async function scenario(): Promise<Outcome> {
     reconcile,
     report,
     metrics,
+    workerMetrics,
     readyAfter,
   };
 }
@@ -380,6 +384,9 @@ describe('database faults: serve and worker survive PostgreSQL restarts', () => 
     expect(o.metrics).toMatch(/^checkstand_db_up 1$/m);
     const errors = Number(/^checkstand_db_connection_errors_total (\d+)/m.exec(o.metrics)?.[1]);
     expect(errors).toBeGreaterThan(0);
+    // The worker reports on its own listener (WORKER_METRICS_PORT): it saw the outages too, and is back.
+    expect(o.workerMetrics).toMatch(/^checkstand_db_up 1$/m);
+    expect(Number(/^checkstand_db_connection_errors_total (\d+)/m.exec(o.workerMetrics)?.[1])).toBeGreaterThan(0);
   });
 
   it('no acknowledged write was lost', () => {
