@@ -6,12 +6,10 @@ import type { Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome } from '../../providers/provider.ts';
 import { type LineDraft, totalsOf } from '../orders/pricing.ts';
+import { NOT_RECEIVED } from '../payments/attempts.ts';
 import type { UpsellStep } from '../payments/service.ts';
 import { atLocalHour } from '../subscriptions/schedule.ts';
 import { UseCase } from './use-case.ts';
-
-/** The recovery run's code for an attempt the provider never saw (recover.ts). */
-const NOT_RECEIVED = 'not_received';
 
 /** One attempt in flight per rebill order: its retries are new attempts on the same order, one at a time. */
 export const REBILL_STEP = 'rebill';

@@ -7,6 +7,7 @@ import type { LedgerService } from '../ledger/service.ts';
 import type { UseCases } from './use-case.ts';
 import { FIRST_PAYMENT } from '../payments/first-payment.ts';
 import { REBILL_STEP } from './rebill.ts';
+import { NOT_RECEIVED } from '../payments/attempts.ts';
 
 /** How long an attempt may stay unanswered before the provider is asked: longer than any provider call's timeout. */
 export const ATTEMPT_GRACE_MS = 2 * 60_000;
@@ -21,7 +22,7 @@ export interface RecoveryTally {
   unresolved: number;
 }
 
-const NOT_RECEIVED = { code: 'not_received', text: 'The provider has no record of this attempt: nothing was charged.' } as const;
+const NOT_RECEIVED_ANSWER = { code: NOT_RECEIVED, text: 'The provider has no record of this attempt: nothing was charged.' } as const;
 
 /**
  * The recovery run for attempts whose answer nobody recorded (the process died between the
@@ -68,11 +69,11 @@ async function apply(
 ): Promise<void> {
   if (t.type === 'refund' || t.type === 'void') {
     const outcome: Exclude<ReversalOutcome, { kind: 'unknown' }> =
-      found.kind === 'approved' ? found : found.kind === 'not_found' ? { kind: 'declined', providerRef: null, ...NOT_RECEIVED } : { kind: 'declined', providerRef: 'providerRef' in found ? found.providerRef : null, code: 'code' in found ? found.code : 'declined', text: 'text' in found ? found.text : 'Declined' };
+      found.kind === 'approved' ? found : found.kind === 'not_found' ? { kind: 'declined', providerRef: null, ...NOT_RECEIVED_ANSWER } : { kind: 'declined', providerRef: 'providerRef' in found ? found.providerRef : null, code: 'code' in found ? found.code : 'declined', text: 'text' in found ? found.text : 'Declined' };
     await deps.uc.reverse.settleReversal(t.team_id, parent!, t, outcome);
     return;
   }
-  const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
+  const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED_ANSWER } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
   if (t.step === REBILL_STEP) await deps.uc.rebill.recoverRebill(t, outcome);
   else if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
   else if (t.type === 'verification' && t.step !== FIRST_PAYMENT) await recordCardCheck(deps, t, outcome);

@@ -3,6 +3,12 @@ import type { Address, NewRow, Row } from '../../db/schema.ts';
 import type { Payer } from '../../providers/provider.ts';
 import type { CardInput, CardSummary } from '../../providers/card.ts';
 
+/**
+ * The code the recovery run records on an attempt its provider never saw (nothing charged,
+ * nothing declined): first payments, fraud counters and rebills all tell it from a real decline.
+ */
+export const NOT_RECEIVED = 'not_received';
+
 /** Where a payment goes: an explicit request wins, else the campaign's router, else its gateway. */
 export interface RouteRequest {
   gatewayId?: string | undefined;

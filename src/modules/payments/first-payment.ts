@@ -7,7 +7,7 @@ import type { GatewaysService } from '../gateways/service.ts';
 import { orderMembers } from '../gateways/service.ts';
 import { type CardSummary, summarizeCard } from '../../providers/card.ts';
 import type { LedgerService } from '../ledger/service.ts';
-import { attemptRow, type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
+import { attemptRow, NOT_RECEIVED, type FirstChargeRequest, type PaymentPlan, type RouteRequest, routeTarget } from './attempts.ts';
 import { firstPaymentType } from './states.ts';
 
 /**
@@ -24,7 +24,6 @@ export type FirstStep =
 
 export const FIRST_PAYMENT = 'first_payment';
 /** The recovery run's code for an attempt its gateway never saw (see checkout/recover.ts). */
-const NOT_RECEIVED = 'not_received';
 
 export class FirstPaymentLedger {
   constructor(
