@@ -8,7 +8,7 @@ import type { ChargeOutcome } from '../../providers/provider.ts';
 import { type LineDraft, totalsOf } from '../orders/pricing.ts';
 import { NOT_RECEIVED } from '../payments/attempts.ts';
 import type { UpsellStep } from '../payments/service.ts';
-import { atLocalHour } from '../subscriptions/schedule.ts';
+import { atLocalHour, dueAt } from '../subscriptions/schedule.ts';
 import { UseCase } from './use-case.ts';
 
 /** One attempt in flight per rebill order: its retries are new attempts on the same order, one at a time. */
@@ -330,15 +330,17 @@ export class RebillUseCase extends UseCase {
         ended_at: now,
         end_reason: hard ? 'hard_decline' : 'payment_failed',
       });
-      if (sub.status !== 'past_due') await this.events.emit(trx, teamId, 'subscription.past_due', { orderId: sub.order_id, object: await this.subscriptions.view(trx, updated) });
-      await this.events.emit(trx, teamId, 'subscription.cancelled', { orderId: sub.order_id, object: await this.subscriptions.view(trx, updated) });
+      const view = await this.subscriptions.view(trx, updated);
+      if (sub.status !== 'past_due') await this.events.emit(trx, teamId, 'subscription.past_due', { orderId: sub.order_id, object: view });
+      await this.events.emit(trx, teamId, 'subscription.cancelled', { orderId: sub.order_id, object: view });
     } else {
       // Retries count from the cycle's due day, at the rebill hour: 1, 3, 5, 7 days after it by default.
       const timeZone = await this.subscriptions.timeZoneOf(trx, teamId);
-      const dueDay = await this.subscriptions.dueAt(trx, sub, cycle);
+      const { hour } = this.subscriptions.billing.settings;
+      const dueDay = dueAt(sub, cycle, timeZone, hour);
       // Counted from the due day; a cycle billed early (Rebill Now) counts from today.
       const due = dueDay < now ? dueDay : now;
-      const retryAt = final ? null : atLocalHour(addDays(due, retryDays[failures - 1]!), timeZone, this.subscriptions.billing.settings.hour);
+      const retryAt = final ? null : atLocalHour(addDays(due, retryDays[failures - 1]!), timeZone, hour);
       updated = await this.subscriptions.updateBilling(trx, sub, { status: 'past_due', retry_count: failures, retry_at: retryAt, billing_lease_until: null });
       if (sub.status !== 'past_due') await this.events.emit(trx, teamId, 'subscription.past_due', { orderId: sub.order_id, object: await this.subscriptions.view(trx, updated) });
     }
