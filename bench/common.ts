@@ -50,3 +50,24 @@ export async function recreateDatabase(url: string, drop: boolean): Promise<void
     await admin.end();
   }
 }
+
+/** With --fresh-db, at the end: the bench database dropped; a failure is logged, never thrown (the figures stand). */
+export async function dropBenchDatabase(url: string, log: (line: string) => void): Promise<void> {
+  try {
+    await recreateDatabase(url, true);
+    log('dropped the bench database');
+  } catch (err) {
+    log(`dropping the bench database failed: ${(err as Error).message}`);
+  }
+}
+
+/** Runs a bench's main and exits with its code; a crash prints its stack under the bench's name and exits 1. */
+export function runMain(name: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (err) => {
+      process.stderr.write(`${name} failed: ${(err as Error)?.stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -31,7 +31,7 @@ import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { seedDemo } from '../src/app/seed.ts';
 import { CreateOffer } from '../src/modules/catalog/schemas.ts';
 import type { RebillTally } from '../src/modules/checkout/rebill.ts';
-import { UsageError, gitInfo, recreateDatabase, redactUrl } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -480,21 +480,8 @@ async function main(): Promise<number> {
       await sandboxThread.terminate();
     }
     if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
-    if (databaseUrl && o.freshDb) {
-      try {
-        await recreateDatabase(databaseUrl, true);
-        log('dropped the bench database');
-      } catch (err) {
-        log(`dropping the bench database failed: ${(err as Error).message}`);
-      }
-    }
+    if (databaseUrl && o.freshDb) await dropBenchDatabase(databaseUrl, log);
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`bench:rebills failed: ${(err as Error)?.stack ?? String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench:rebills', main);

@@ -32,7 +32,7 @@ import { buildServer } from '../src/app/server.ts';
 import type { Http } from '../src/app/http.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
-import { UsageError, gitInfo, recreateDatabase, redactUrl } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, summarizeProfile, writeProfile } from './profile.ts';
 import {
   benchCardExp,
@@ -925,21 +925,8 @@ async function main(): Promise<number> {
     if (!receiverFinal) await closeThread(receiverThread, 'final', 'final');
     else await receiverThread?.terminate();
     if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
-    if (databaseUrl && opts.freshDb) {
-      try {
-        await recreateDatabase(databaseUrl, true);
-        log('dropped the bench database');
-      } catch (err) {
-        log(`dropping the bench database failed: ${(err as Error).message}`);
-      }
-    }
+    if (databaseUrl && opts.freshDb) await dropBenchDatabase(databaseUrl, log);
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`bench failed: ${(err as Error)?.stack ?? String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench', main);
