@@ -517,7 +517,11 @@ describe('NMI Query API against the sandbox (crash recovery)', () => {
     expect(badKey).toBe('<?xml version="1.0" encoding="UTF-8"?>\n<nm_response>\n\t<error_response>Invalid Security Key</error_response>\n</nm_response>\n');
     expect(await nmiAdapter.query({ ...gw, credentials: { security_key: 'invalid_key' } }, { orderId: req.attemptId })).toMatchObject({ kind: 'error', code: 'authentication_failed' });
     expect(await (await fetch(`${sandbox.url}/api/query.php?security_key=never_used_${Date.now()}`)).text()).toBe('<?xml version="1.0" encoding="UTF-8"?>\n<nm_response>\n</nm_response>\n');
-    expect(await (await fetch(`${sandbox.url}/api/query.php?security_key=${key}&report_type=customer_vault`)).text()).toContain('<error_response>');
+    expect(await (await fetch(`${sandbox.url}/api/query.php?security_key=${key}&report_type=receipt`)).text()).toContain('<error_response>');
+    // The Customer Vault report (the gateway doctor's check) lists vault records, never a full card number.
+    const vault = await (await fetch(`${sandbox.url}/api/query.php?security_key=${key}&report_type=customer_vault`)).text();
+    expect(vault).not.toContain('<error_response>');
+    expect(vault).not.toContain(SANDBOX_CARDS.approve);
   });
 
   it('shows an auth as pending until captured, with the capture as an action', async () => {

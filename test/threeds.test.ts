@@ -5,6 +5,9 @@ import { startSandbox } from '../src/sandbox/server.ts';
 import { email, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
+/** The race below on a loaded machine (two cores shared with other suites): generous, and the heavy form longer. */
+const RACE_TIMEOUT_MS = process.env.STRESS === '1' ? 900_000 : 600_000;
+
 let app: TestApp;
 let team: TestTeam;
 let sandbox: { url: string; close(): Promise<void> };
@@ -276,7 +279,9 @@ describe('the 3-D Secure card gateway', () => {
   });
 
   it('race: Capture ×5 and the webhook ×3 at once on each of many orders complete each exactly once', async () => {
-    const orders = Number(process.env.THREEDS_RACE_ORDERS ?? 200);
+    // Every order races on its own: 20 orders (160 racing calls) show the race on any machine; the
+    // heavy form (200 orders, 1600 calls) runs in CI's PostgreSQL pass (STRESS=1, .ci/run).
+    const orders = Number(process.env.THREEDS_RACE_ORDERS ?? (process.env.STRESS === '1' ? 200 : 20));
     const g = await gateway();
     const f = await campaignOn({ gateway_id: g.id });
     const prepared: Array<{ on: string; payment: Record<string, unknown> }> = [];
@@ -325,7 +330,7 @@ describe('the 3-D Secure card gateway', () => {
     expect(counts.fulfillments).toHaveLength(orders);
     expect(counts.subscriptions).toHaveLength(orders);
     expect(counts.orders.every((o) => o.status === 'completed')).toBe(true);
-  }, 300_000);
+  }, RACE_TIMEOUT_MS);
 });
 
 describe('Capture after a failed authentication', () => {

@@ -127,6 +127,38 @@ export interface AttemptRef {
   memberRef?: string | null;
 }
 
+/** One named check of a connection doctor: what it found and, unless it passed, what to do about it. */
+export interface DoctorCheck {
+  name: string;
+  status: 'pass' | 'warn' | 'fail';
+  message: string;
+  /** Plain-language fix; null when the check passed. */
+  fix: string | null;
+  /** Measurements and names the check found (missing permissions, clock skew, the URL seen). */
+  details?: Record<string, unknown>;
+}
+
+/** A doctor's answer: the checks, and the worst of them (`fail` if any failed, else `warn` if any warned, else `pass`). */
+export interface DoctorReport {
+  object: 'doctor_report';
+  status: DoctorCheck['status'];
+  checks: DoctorCheck[];
+  checked_at: string;
+}
+
+export function doctorReport(checks: DoctorCheck[]): DoctorReport {
+  const status = checks.some((c) => c.status === 'fail') ? 'fail' : checks.some((c) => c.status === 'warn') ? 'warn' : 'pass';
+  return { object: 'doctor_report', status, checks, checked_at: new Date().toISOString() };
+}
+
+/** What a doctor needs to know of this install. */
+export interface DiagnoseContext {
+  /** Where this install receives the provider's webhooks for this account (the provider's webhook URL should be this). */
+  webhookUrl: string;
+  /** The record's test mode (card gateways) or environment (`sandbox` is test mode). */
+  testMode: boolean;
+}
+
 export interface PaymentProvider<Account> {
   readonly kind: string;
   readonly capabilities: ProviderCapabilities;
@@ -141,6 +173,11 @@ export interface PaymentProvider<Account> {
   void(account: Account, req: Omit<ReversalRequest, 'amount'>): Promise<ReversalOutcome>;
   /** The refund or void our attempt made, found by our attempt id (or, where it has none, on the charge). */
   findReversal(account: Account, req: ReversalRequest & { type: 'refund' | 'void'; since: Date }): Promise<Found<ReversalOutcome>>;
+  /**
+   * Optional: the connection doctor's named checks (keys, environment, permissions, webhooks, a signed
+   * test delivery). Reads and test deliveries only: it changes nothing at the provider.
+   */
+  diagnose?(account: Account, ctx: DiagnoseContext): Promise<DoctorCheck[]>;
 }
 
 /** A card gateway: an account is its base URL and credentials. */

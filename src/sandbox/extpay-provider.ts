@@ -1,10 +1,11 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { randomToken } from '../app/ids.ts';
 import { cardBrand } from '../providers/card.ts';
 import { currencyExponent, formatMajorAmount } from '../providers/card-gateway.ts';
 import { luhnValid } from './cards.ts';
-import { type DeliveryAttempt, type DeliveryTarget, SandboxWebhookSender } from './webhook-sender.ts';
+import { SandboxWebhookSender } from './webhook-sender.ts';
+import { DEFAULT_WEBHOOK_API_VERSION_DATE, ExtpayWebhookOutbox, SANDBOX_API_VERSION_DATES, type SandboxWebhookEvent, type WebhookCompany, webhookIdOf } from './extpay-webhooks.ts';
 import { EXTPAY_EVENT_TYPES } from '../providers/extpay/webhook.ts';
 
 /**
@@ -54,12 +55,14 @@ export const EXTPAY_PERMISSIONS = [
   'member:email:read',
   'member:manage',
   'member:payment_methods:read',
+  'developer:manage_webhook',
 ] as const;
 export type ExtpayPermission = (typeof EXTPAY_PERMISSIONS)[number];
 
 /** What each operation needs (from Whop's API reference "Required permissions", trimmed to what we model). */
 const NEEDS = {
-  createCheckout: ['checkout_configuration:create', 'plan:create', 'access_pass:create'],
+  // Whop's "Create checkout configuration" lists all five (docs.whop.com/api-reference/checkout-configurations).
+  createCheckout: ['checkout_configuration:create', 'plan:create', 'access_pass:create', 'access_pass:update', 'checkout_configuration:basic:read'],
   readCheckout: ['checkout_configuration:basic:read'],
   readPlan: ['plan:basic:read'],
   readPayment: ['payment:basic:read'],
@@ -70,6 +73,7 @@ const NEEDS = {
   readMembership: ['member:basic:read'],
   manageMembership: ['member:manage'],
   readPaymentMethods: ['member:payment_methods:read'],
+  manageWebhooks: ['developer:manage_webhook'],
 } as const satisfies Record<string, readonly ExtpayPermission[]>;
 
 /** The kinds a company's webhook subscribes to unless told otherwise: the service's eleven (spec §6.1). */
@@ -93,13 +97,8 @@ const PAYMENT_MOVES = {
   void: [],
 } as const satisfies Record<PaymentStatus, readonly PaymentStatus[]>;
 
-interface Company {
-  id: string;
+interface Company extends WebhookCompany {
   title: string;
-  webhookUrl: string | null;
-  webhookSecret: string | null;
-  events: Set<string>;
-  retryDelaysMs: number[];
   refunds: 'auto' | 'manual';
   chargeSettleMs: number;
 }
@@ -233,18 +232,7 @@ interface Dispute {
   updatedAt: string;
 }
 
-interface WebhookEvent {
-  id: string;
-  env: ExtpayEnv;
-  companyId: string;
-  type: string;
-  created: string;
-  /** Fixed when the event happened: every attempt sends the same bytes and the same webhook-id. */
-  body: string;
-  subject: string;
-  attempts: DeliveryAttempt[];
-  delivered: boolean;
-}
+type WebhookEvent = SandboxWebhookEvent;
 
 interface EnvState {
   companies: Map<string, Company>;
@@ -385,6 +373,9 @@ export const CompanySettingsBody = z
     webhook_retry_delays_ms: z.array(z.number().int().min(0).max(3_600_000)).min(1).max(20).optional(),
     refunds: z.enum(['auto', 'manual']).optional(),
     charge_settle_ms: z.number().int().min(0).max(86_400_000).optional(),
+    /** Skews the company's signing clock (webhook-timestamp and the body's timestamp), in seconds. */
+    clock_skew_seconds: z.number().int().min(-86_400).max(86_400).optional(),
+    webhook_api_version_date: z.enum(SANDBOX_API_VERSION_DATES).optional(),
   })
   .strict();
 export type CompanySettings = z.infer<typeof CompanySettingsBody>;
@@ -427,9 +418,12 @@ function withQuery(url: string, params: Record<string, string>): string {
 export class ExtpaySandboxProvider {
   private readonly envs: Record<ExtpayEnv, EnvState> = { sandbox: this.emptyEnv(), production: this.emptyEnv() };
   private readonly sender: SandboxWebhookSender;
+  private readonly outbox: ExtpayWebhookOutbox;
 
   constructor(opts: ExtpaySandboxProviderOptions = {}) {
-    this.sender = new SandboxWebhookSender({ fetch: opts.fetch, timeoutMs: opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS, userAgent: 'checkstand-extpay-sandbox/1' });
+    const timeoutMs = opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
+    this.sender = new SandboxWebhookSender({ fetch: opts.fetch, timeoutMs, userAgent: 'checkstand-extpay-sandbox/1' });
+    this.outbox = new ExtpayWebhookOutbox(this.sender, opts.fetch ?? fetch, timeoutMs);
   }
 
   private emptyEnv(): EnvState {
@@ -473,6 +467,8 @@ export class ExtpaySandboxProvider {
         retryDelaysMs: [...DEFAULT_WEBHOOK_RETRY_DELAYS_MS],
         refunds: 'auto',
         chargeSettleMs: 0,
+        clockSkewSeconds: 0,
+        webhookApiVersionDate: DEFAULT_WEBHOOK_API_VERSION_DATE,
       };
       st.companies.set(c.id, c);
     }
@@ -483,6 +479,8 @@ export class ExtpaySandboxProvider {
     if (s.webhook_retry_delays_ms !== undefined) c.retryDelaysMs = [...s.webhook_retry_delays_ms];
     if (s.refunds !== undefined) c.refunds = s.refunds;
     if (s.charge_settle_ms !== undefined) c.chargeSettleMs = s.charge_settle_ms;
+    if (s.clock_skew_seconds !== undefined) c.clockSkewSeconds = s.clock_skew_seconds;
+    if (s.webhook_api_version_date !== undefined) c.webhookApiVersionDate = s.webhook_api_version_date;
     for (const k of s.api_keys ?? []) st.keys.set(k.key, { key: k.key, companyId: c.id, permissions: new Set(k.permissions ?? EXTPAY_PERMISSIONS) });
     return { status: 200, body: this.companyView(env, c) };
   }
@@ -500,6 +498,8 @@ export class ExtpaySandboxProvider {
       webhook_retry_delays_ms: c.retryDelaysMs,
       refunds: c.refunds,
       charge_settle_ms: c.chargeSettleMs,
+      clock_skew_seconds: c.clockSkewSeconds,
+      webhook_api_version_date: c.webhookApiVersionDate,
     };
   }
 
@@ -885,7 +885,7 @@ export class ExtpaySandboxProvider {
       m.cancelAtPeriodEnd = true;
       m.canceledAt = nowIso();
       this.touch(m);
-      this.emitMembership(caller.env, 'membership.cancel_at_period_end_changed', m);
+      this.emitMembership(caller.env, 'membership.cancel_at_period_end_changed', m, { cancel_at_period_end: false });
     }
     return { status: 200, body: this.membershipView(caller.env, m) };
   }
@@ -899,7 +899,7 @@ export class ExtpaySandboxProvider {
     m.cancelAtPeriodEnd = false;
     m.canceledAt = null;
     this.touch(m);
-    this.emitMembership(caller.env, 'membership.cancel_at_period_end_changed', m);
+    this.emitMembership(caller.env, 'membership.cancel_at_period_end_changed', m, { cancel_at_period_end: true });
     return { status: 200, body: this.membershipView(caller.env, m) };
   }
 
@@ -918,6 +918,22 @@ export class ExtpaySandboxProvider {
       this.touch(m);
     }
     return { status: 200, body: this.membershipView(caller.env, m) };
+  }
+
+  // ---- webhooks (Whop's webhooks API, and the sandbox's test delivery) ----
+
+  /** `GET /webhooks`: the company's webhook (read by the connection doctor). */
+  listWebhooks(caller: Caller, companyId: string | undefined): Answer {
+    if (!companyId) return invalid('parameter_missing', 'company_id: required');
+    return this.companyAccess(caller, companyId) ?? this.permitted(caller, NEEDS.manageWebhooks) ?? this.outbox.list(caller.company);
+  }
+
+  /** `POST /webhooks/{id}/test`: one signed delivery of a test event, now; answers what the receiver said. */
+  async testWebhook(caller: Caller, id: string, type: string | undefined): Promise<Answer> {
+    const denied = this.permitted(caller, NEEDS.manageWebhooks);
+    if (denied) return denied;
+    if (id !== webhookIdOf(caller.company.id) || !caller.company.webhookUrl) return notFound('webhook', id);
+    return this.outbox.sendTest(caller.env, caller.company, type);
   }
 
   // ---- the hosted purchase page ----
@@ -989,7 +1005,11 @@ export class ExtpaySandboxProvider {
       return { kind: 'failed', paymentId: p.id, planId: plan.id, message: p.failureMessage!, returnUrl };
     }
     if (form.setup_future_usage === 'off_session') this.saveMethod(env, p, member, co ?? null);
-    if (behaviour === 'pending') return { kind: 'completed', paymentId: p.id, planId: plan.id, status: 'pending', returnUrl };
+    if (behaviour === 'pending') {
+      // The card is authorized and the money held, not captured: Whop's payment.authorized.
+      this.emitPayment(env, 'payment.authorized', p);
+      return { kind: 'completed', paymentId: p.id, planId: plan.id, status: 'pending', returnUrl };
+    }
     this.succeed(env, p);
     return { kind: 'completed', paymentId: p.id, planId: plan.id, status: 'paid', returnUrl };
   }
@@ -1082,12 +1102,13 @@ export class ExtpaySandboxProvider {
     const st = this.envs[env];
     const d = st.disputes.get(id);
     if (!d) return notFound('dispute', id);
+    const previous = { status: d.status };
     d.status = b.status;
     if (b.reason) d.reason = b.reason;
     d.updatedAt = nowIso();
     const p = st.payments.get(d.paymentId);
     if (p) p.substatus = d.status.startsWith('warning_') ? 'dispute_warning' : 'open_dispute';
-    this.emitDispute(env, 'dispute.updated', d);
+    this.emitDispute(env, 'dispute.updated', d, previous);
     return { status: 200, body: this.disputeView(env, d) };
   }
 
@@ -1145,7 +1166,7 @@ export class ExtpaySandboxProvider {
     if (!e) return notFound('event', eventId);
     const c = this.envs[env].companies.get(e.companyId);
     if (!c?.webhookUrl) return error(409, 'invalid_request_error', 'no_webhook_url', 'The company has no webhook_url.');
-    const attempt = await this.sender.attempt(this.target(c, e), e);
+    const attempt = await this.outbox.redeliver(c, e);
     return { status: 200, body: { event: { id: e.id, type: e.type, delivered: e.delivered }, attempt } };
   }
 
@@ -1330,6 +1351,7 @@ export class ExtpaySandboxProvider {
   private settleRefundNow(env: ExtpayEnv, r: Refund, amount: number, status: 'succeeded' | 'failed'): void {
     const st = this.envs[env];
     const p = st.payments.get(r.paymentId)!;
+    const previous = { status: r.status, amount: toDecimal(r.amount, r.currency) };
     if (r.status === 'succeeded') p.refunded -= r.amount;
     r.status = status;
     r.amount = status === 'succeeded' ? amount : r.requested;
@@ -1341,7 +1363,7 @@ export class ExtpaySandboxProvider {
     const company = st.companies.get(r.companyId);
     const type = r.announced ? 'refund.updated' : 'refund.created';
     r.announced = true;
-    if (company) this.emit(env, company, type, this.refundView(env, r), r.id);
+    if (company) this.emit(env, company, type, this.refundView(env, r), r.id, type === 'refund.updated' ? previous : null);
   }
 
   // ---- views (the wire shapes) ----
@@ -1512,56 +1534,18 @@ export class ExtpaySandboxProvider {
     if (c) this.emit(env, c, type, this.paymentView(env, p), p.id);
   }
 
-  private emitMembership(env: ExtpayEnv, type: string, m: Membership): void {
+  private emitMembership(env: ExtpayEnv, type: string, m: Membership, previous?: Record<string, unknown>): void {
     const c = this.envs[env].companies.get(m.companyId);
-    if (c) this.emit(env, c, type, this.membershipView(env, m), m.id);
+    if (c) this.emit(env, c, type, this.membershipView(env, m), m.id, previous);
   }
 
-  private emitDispute(env: ExtpayEnv, type: string, d: Dispute): void {
+  private emitDispute(env: ExtpayEnv, type: string, d: Dispute, previous?: Record<string, unknown>): void {
     const c = this.envs[env].companies.get(d.companyId);
-    if (c) this.emit(env, c, type, this.disputeView(env, d), d.id);
+    if (c) this.emit(env, c, type, this.disputeView(env, d), d.id, previous);
   }
 
-  /** Records the event (when the company's webhook subscribes to its kind) and delivers it on the retry schedule. */
-  private emit(env: ExtpayEnv, c: Company, type: string, data: unknown, subject: string): void {
-    if (!c.events.has(type)) return;
-    const id = `msg_${randomToken(24)}`;
-    const created = nowIso();
-    const body = JSON.stringify({ id, api_version: 'v1', timestamp: created, type, company_id: c.id, data });
-    const e: WebhookEvent = { id, env, companyId: c.id, type, created, body, subject, attempts: [], delivered: false };
-    this.envs[env].events.set(id, e);
-    if (c.webhookUrl) this.sender.deliver(this.target(c, e), e);
+  private emit(env: ExtpayEnv, c: Company, type: string, data: unknown, subject: string, previous?: Record<string, unknown> | null): void {
+    this.outbox.emit(this.envs[env].events, env, c, type, data, subject, previous);
   }
 
-  /**
-   * Standard Webhooks: `v1,` + base64 HMAC-SHA256 over `<webhook-id>.<webhook-timestamp>.<body>`. The
-   * key is the secret's bytes as given for Whop's `ws_` secrets (and any other string); a `whsec_`
-   * secret is base64-decoded after its prefix, the Standard Webhooks convention.
-   */
-  static signingKey(secret: string): Buffer {
-    if (secret.startsWith('whsec_')) {
-      const b64 = secret.slice('whsec_'.length);
-      if (/^[A-Za-z0-9+/]+={0,2}$/.test(b64) && b64.length % 4 === 0) return Buffer.from(b64, 'base64');
-    }
-    return Buffer.from(secret, 'utf8');
-  }
-
-  private sign(secret: string, id: string, timestamp: number, body: string): string {
-    return `v1,${createHmac('sha256', ExtpaySandboxProvider.signingKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-  }
-
-  /** Where a company's events go, signed with its current secret and a fresh timestamp per attempt. */
-  private target(c: Company, e: WebhookEvent): DeliveryTarget {
-    return {
-      url: () => c.webhookUrl,
-      retryDelaysMs: () => c.retryDelaysMs,
-      headers: () => {
-        const ts = Math.floor(Date.now() / 1000);
-        const h: Record<string, string> = { 'webhook-id': e.id, 'webhook-timestamp': String(ts) };
-        // A company without a secret gets unsigned deliveries, which a receiver must refuse.
-        if (c.webhookSecret) h['webhook-signature'] = this.sign(c.webhookSecret, e.id, ts, e.body);
-        return h;
-      },
-    };
-  }
 }

@@ -16,6 +16,7 @@ import {
   SettleRefundBody,
   UpdateDisputeBody,
 } from './extpay-provider.ts';
+import { type ApiVersion, apiVersionOf, checkoutBody, isAnswer, listQuery } from './extpay-versions.ts';
 
 export type ExtpaySandboxOptions = ExtpaySandboxProviderOptions;
 
@@ -172,12 +173,19 @@ export const extpaySandbox: FastifyPluginAsync<ExtpaySandboxOptions> = async (ap
   const idempotencyKey = (req: FastifyRequest) => firstString(req.headers['idempotency-key']);
 
   /** Resolves the environment and the caller (401 otherwise), then runs the route. */
-  const api = (run: (caller: Caller, req: FastifyRequest, env: ExtpayEnv) => Answer | Promise<Answer>) => async (req: FastifyRequest, reply: FastifyReply) => {
+  const api = (run: (caller: Caller, req: FastifyRequest, env: ExtpayEnv, v: ApiVersion) => Answer | Promise<Answer>) => async (req: FastifyRequest, reply: FastifyReply) => {
     const env = envOf(req, reply);
     if (!env) return reply;
     const caller = provider.authenticate(env, req.headers.authorization);
     if ('status' in caller) return send(reply, caller);
-    return send(reply, await run(caller, req, env));
+    const v = apiVersionOf(req.headers['api-version-date']);
+    if (isAnswer(v)) return send(reply, v);
+    return send(reply, await run(caller, req, env, v));
+  };
+  /** A list's query in the provider's terms (`account_id` in dated versions), or the 400. */
+  const listed = (v: ApiVersion, req: FastifyRequest, run: (q: Record<string, unknown>) => Answer | Promise<Answer>) => {
+    const q = listQuery(v, req.query as Record<string, unknown>);
+    return isAnswer(q) ? q : run(q);
   };
   const id = (req: FastifyRequest) => (req.params as { id: string }).id.slice(0, 100);
   const post = (caller: Caller, req: FastifyRequest, path: string, run: () => Answer) =>
@@ -187,11 +195,16 @@ export const extpaySandbox: FastifyPluginAsync<ExtpaySandboxOptions> = async (ap
 
   app.post(
     '/:env/api/v1/checkout_configurations',
-    api((c, req, env) => post(c, req, '/checkout_configurations', () => provider.createCheckout(c, req.body, hostedBase(req, env)))),
+    api((c, req, env, v) =>
+      post(c, req, '/checkout_configurations', () => {
+        const b = checkoutBody(v, req.body);
+        return isAnswer(b) ? b : provider.createCheckout(c, b.body, hostedBase(req, env));
+      }),
+    ),
   );
   app.get('/:env/api/v1/checkout_configurations/:id', api((c, req) => provider.retrieveCheckout(c, id(req))));
   app.get('/:env/api/v1/plans/:id', api((c, req, env) => provider.retrievePlan(c, id(req), hostedBase(req, env))));
-  app.get('/:env/api/v1/payments', api((c, req) => provider.listPayments(c, req.query as Record<string, unknown>)));
+  app.get('/:env/api/v1/payments', api((c, req, _env, v) => listed(v, req, (q) => provider.listPayments(c, q))));
   app.post('/:env/api/v1/payments', api((c, req) => post(c, req, '/payments', () => provider.chargeSavedMethod(c, req.body))));
   app.get('/:env/api/v1/payments/:id', api((c, req) => provider.retrievePayment(c, id(req))));
   app.post('/:env/api/v1/payments/:id/refund', api((c, req) => post(c, req, `/payments/${id(req)}/refund`, () => provider.refundPayment(c, id(req), req.body))));
@@ -199,12 +212,23 @@ export const extpaySandbox: FastifyPluginAsync<ExtpaySandboxOptions> = async (ap
   app.get('/:env/api/v1/refunds', api((c, req) => provider.listRefunds(c, req.query as Record<string, unknown>)));
   app.get('/:env/api/v1/refunds/:id', api((c, req) => provider.retrieveRefund(c, id(req))));
   app.get('/:env/api/v1/disputes/:id', api((c, req) => provider.retrieveDispute(c, id(req))));
-  app.get('/:env/api/v1/payment_methods', api((c, req) => provider.listPaymentMethods(c, req.query as Record<string, unknown>)));
+  app.get('/:env/api/v1/payment_methods', api((c, req, _env, v) => listed(v, req, (q) => provider.listPaymentMethods(c, q))));
   app.get('/:env/api/v1/memberships/:id', api((c, req) => provider.retrieveMembership(c, id(req))));
   app.post('/:env/api/v1/memberships/:id/cancel', api((c, req) => provider.cancelMembership(c, id(req), req.body)));
   app.post('/:env/api/v1/memberships/:id/uncancel', api((c, req) => provider.uncancelMembership(c, id(req))));
   app.post('/:env/api/v1/memberships/:id/pause', api((c, req) => provider.setPaused(c, id(req), true, req.body)));
   app.post('/:env/api/v1/memberships/:id/resume', api((c, req) => provider.setPaused(c, id(req), false, req.body)));
+  app.get(
+    '/:env/api/v1/webhooks',
+    api((c, req, _env, v) => listed(v, req, (q) => provider.listWebhooks(c, typeof q.company_id === 'string' ? q.company_id : undefined))),
+  );
+  app.post(
+    '/:env/api/v1/webhooks/:id/test',
+    api((c, req) => {
+      const type = (req.body as { event_type?: unknown } | undefined)?.event_type;
+      return provider.testWebhook(c, id(req), typeof type === 'string' ? type.slice(0, 100) : undefined);
+    }),
+  );
 
   // ---- the hosted purchase page and the embed loader ----
 

@@ -71,6 +71,8 @@ interface VaultCard {
 
 interface Account {
   forceResponseCode: string | null;
+  /** NMI enables the Customer Vault per merchant account; without it vault requests are refused. */
+  vaultEnabled: boolean;
   ledger: NmiLedgerEntry[];
   charges: Map<string, Charge>;
   vault: Map<string, VaultCard>;
@@ -86,6 +88,7 @@ export interface NmiLedgerView {
 
 export interface NmiAccountView {
   force_response_code: string | null;
+  customer_vault_enabled: boolean;
   transactions: number;
   vaulted_cards: number;
 }
@@ -143,20 +146,21 @@ export class NmiSandboxGateway {
   private account(key: string): Account {
     let a = this.accounts.get(key);
     if (!a) {
-      a = { forceResponseCode: null, ledger: [], charges: new Map(), vault: new Map() };
+      a = { forceResponseCode: null, vaultEnabled: true, ledger: [], charges: new Map(), vault: new Map() };
       this.accounts.set(key, a);
     }
     return a;
   }
 
-  configureAccount(key: string, forceResponseCode: string | null): NmiAccountView {
+  configureAccount(key: string, forceResponseCode: string | null, vaultEnabled?: boolean): NmiAccountView {
     const a = this.account(key);
     a.forceResponseCode = forceResponseCode;
+    if (vaultEnabled !== undefined) a.vaultEnabled = vaultEnabled;
     return this.accountView(a);
   }
 
   private accountView(a: Account): NmiAccountView {
-    return { force_response_code: a.forceResponseCode, transactions: a.ledger.length, vaulted_cards: a.vault.size };
+    return { force_response_code: a.forceResponseCode, customer_vault_enabled: a.vaultEnabled, transactions: a.ledger.length, vaulted_cards: a.vault.size };
   }
 
   reset(key?: string): void {
@@ -202,6 +206,7 @@ export class NmiSandboxGateway {
     const key = fields.security_key ?? '';
     if (NmiSandboxGateway.isInvalidKey(key)) return this.queryError('Invalid Security Key');
     const reportType = fields.report_type ?? '';
+    if (reportType === 'customer_vault') return this.queryVault(this.accounts.get(key), fields.customer_vault_id || null);
     if (reportType !== '' && reportType !== 'transaction') return this.queryError(`Invalid report_type: the sandbox answers only transaction reports`);
     const acct = this.accounts.get(key);
     if (!acct) return QUERY_HEAD + QUERY_TAIL;
@@ -220,6 +225,20 @@ export class NmiSandboxGateway {
       if (orderId !== null && e.orderid !== orderId) continue;
       if (ids && !ids.has(e.transactionid)) continue;
       out += `${this.queryTransaction(acct, e, later.get(e.transactionid) ?? [])}\n`;
+    }
+    return QUERY_HEAD + out + QUERY_TAIL;
+  }
+
+  /**
+   * `report_type=customer_vault`: the vault's records (id and masked card only), filtered by
+   * `customer_vault_id`; refused when the account's Customer Vault is not enabled.
+   */
+  private queryVault(acct: Account | undefined, id: string | null): string {
+    if (acct && !acct.vaultEnabled) return this.queryError('Customer Vault is not enabled for this merchant account');
+    let out = '';
+    for (const [vaultId, card] of acct?.vault ?? []) {
+      if (id !== null && vaultId !== id) continue;
+      out += `\t<customer_vault>\n\t\t<customer id="${xmlEscape(vaultId)}">\n\t\t\t<customer_vault_id>${xmlEscape(vaultId)}</customer_vault_id>\n\t\t\t<cc_number>${xmlEscape(`${card.pan.slice(0, 6)}******${card.pan.slice(-4)}`)}</cc_number>\n\t\t</customer>\n\t</customer_vault>\n`;
     }
     return QUERY_HEAD + out + QUERY_TAIL;
   }
@@ -319,6 +338,7 @@ export class NmiSandboxGateway {
     const key = fields.security_key ?? '';
     const type = fields.type ?? '';
     if (NmiSandboxGateway.isInvalidKey(key)) return this.refuse('Authentication Failed', type);
+    if (!this.account(key).vaultEnabled && (fields.customer_vault || fields.customer_vault_id)) return this.refuse('Customer Vault is not enabled for this merchant account', type);
     if (type === '' && fields.customer_vault) return this.vaultRecord(this.account(key), fields);
     if (!TYPES.includes(type)) return this.refuse(`Invalid Transaction Type: ${type.slice(0, 20)}`, type);
     const acct = this.account(key);

@@ -15,6 +15,8 @@ const AccountBody = z
       .regex(/^\d{3}$/, 'must be a three-digit NMI response code')
       .nullable()
       .optional(),
+    /** Whether the account's Customer Vault is enabled (default true); off, vault requests and vault queries are refused. */
+    customer_vault_enabled: z.boolean().optional(),
   })
   .strict();
 
@@ -95,7 +97,7 @@ export const nmiSandbox: FastifyPluginAsync<NmiSandboxOptions> = async (app, opt
     if (!b.success) return badRequest(reply, b.error);
     if (NmiSandboxGateway.isInvalidKey(b.data.security_key))
       return reply.code(400).send({ error: 'invalid_request', issues: [{ path: 'security_key', message: "keys starting with 'invalid' always fail authentication" }] });
-    return gateway.configureAccount(b.data.security_key, b.data.force_response_code ?? null);
+    return gateway.configureAccount(b.data.security_key, b.data.force_response_code ?? null, b.data.customer_vault_enabled);
   });
 
   app.post('/sandbox/nmi/reset', async (req, reply) => {

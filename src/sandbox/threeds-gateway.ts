@@ -617,6 +617,37 @@ export class ThreeDsSandboxGateway {
     return { status: 200, body: { event: this.eventView(e), attempt } };
   }
 
+  /** `GET /v1/webhook_endpoints` (a sandbox extension the connection doctor reads): where the account's events go. */
+  webhookEndpoints(apiKey: string): Answer {
+    const a = this.account(apiKey);
+    const data = a.webhookUrl ? [{ id: 'we_default', url: a.webhookUrl, enabled: true, events: ['PAYMENT_SUCCEEDED', 'PAYMENT_FAILED', 'PAYMENT_UNDER_REVIEW'], secret_set: a.webhookSecret !== null }] : [];
+    return { status: 200, body: { object: 'list', data } };
+  }
+
+  /** `POST /v1/webhook_endpoints/test`: one signed `WEBHOOK_TEST` event, now, to the account's URL; answers what the receiver said. */
+  async testWebhook(apiKey: string): Promise<Answer> {
+    const a = this.account(apiKey);
+    if (!a.webhookUrl) return error(409, 'invalid_request_error', 'no_webhook_url', 'The account has no webhook_url.');
+    const body = JSON.stringify({ id: `evt_${randomToken(24)}`, type: 'WEBHOOK_TEST', created: now(), data: {} });
+    const signedAt = now();
+    let statusCode: number | null = null;
+    let text: string | null = null;
+    try {
+      const res = await fetch(a.webhookUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(a.webhookSecret ? { [SIGNATURE_HEADER]: this.sign(a.webhookSecret, body) } : {}) },
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(DEFAULT_WEBHOOK_TIMEOUT_MS),
+      });
+      statusCode = res.status;
+      text = (await res.text()).slice(0, 2048);
+    } catch (e) {
+      text = String((e as Error).message).slice(0, 200);
+    }
+    return { status: 200, body: { object: 'webhook_test_delivery', url: a.webhookUrl, signed_at: signedAt, status_code: statusCode, response_body: text } };
+  }
+
   /** Stops review timers and retries, and cuts deliveries short; nothing runs after this. */
   close(): void {
     this.sender.close();

@@ -82,6 +82,18 @@ export const threedsSandbox: FastifyPluginAsync<ThreeDsSandboxOptions> = async (
     return send(reply, gateway.listPayments(apiKey, q.data.reference));
   });
 
+  app.get('/v1/webhook_endpoints', async (req, reply) => {
+    const apiKey = authenticated(req, reply);
+    if (apiKey === null) return reply;
+    return send(reply, gateway.webhookEndpoints(apiKey));
+  });
+
+  app.post('/v1/webhook_endpoints/test', async (req, reply) => {
+    const apiKey = authenticated(req, reply);
+    if (apiKey === null) return reply;
+    return send(reply, await gateway.testWebhook(apiKey));
+  });
+
   app.get('/v1/refunds', async (req, reply) => {
     const apiKey = authenticated(req, reply);
     if (apiKey === null) return reply;

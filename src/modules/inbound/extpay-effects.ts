@@ -39,6 +39,7 @@ export class ExtpayEffects extends UseCase {
         const target: OrderStatus | undefined = fully && canMove(order.status as OrderStatus, 'refunded') ? 'refunded' : undefined;
         updated = await this.orders.move(trx, order, target ? { status: target } : {}, null, { refunded_total: refundedTotal });
       }
+      if (res.delta > 0) await this.affiliates.recordActivity(trx, updated, 'refund', { transactionId: res.transaction.id, amount: res.transaction.amount, chargeId: sale.id });
       await this.orders.recordEvents(trx, teamId, order.id, [
         {
           type: `refund.${res.change}`,
@@ -77,6 +78,7 @@ export class ExtpayEffects extends UseCase {
           data: { dispute: rec.dispute.id, provider_ref: d.id, status: d.status, reason: d.reason, amount: d.amount, ...(rec.offTable ? { off_table: true } : {}) },
         });
       }
+      if (rec.chargeback) await this.affiliates.recordActivity(trx, updated, 'chargeback', { transactionId: rec.chargeback.id, amount: rec.chargeback.amount, chargeId: sale.id });
       if (rec.chargeback) events.push({ type: 'chargeback.recorded', data: { transaction: rec.chargeback.id, charge: sale.id, amount: rec.chargeback.amount, dispute: rec.dispute.id } });
       if (events.length === 0) return;
       await this.orders.recordEvents(trx, teamId, order.id, events);

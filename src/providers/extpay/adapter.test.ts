@@ -33,7 +33,7 @@ describe('findPaymentByAttempt', () => {
     expect(r).toMatchObject({ kind: 'found', payment: { id: 'pay_b', amount: 1999, currency: 'USD' }, outcome: { kind: 'approved', paymentId: 'pay_b' }, duplicates: [] });
     const first = new URL(`https://x${calls[0]!}`);
     expect(first.pathname).toBe('/payments');
-    expect(Object.fromEntries(first.searchParams)).toEqual({ company_id: 'biz_1', first: '100', created_after: '2026-01-02T09:59:00.000Z' });
+    expect(Object.fromEntries(first.searchParams)).toEqual({ account_id: 'biz_1', first: '100', created_after: '2026-01-02T09:59:00.000Z' });
     // Only the member's unmarked payment needed its plan read; the other member's and the marked one did not.
     expect(calls.filter((c) => c.startsWith('/plans/'))).toEqual(['/plans/plan_pay_b']);
   });

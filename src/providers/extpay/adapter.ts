@@ -26,7 +26,9 @@ import type {
   ExtpayRefundRequest,
   ExtpayRefundResult,
   ExtpayVoidResult,
+  ExtpayProbe,
 } from './types.ts';
+import { EXTPAY_API_VERSION_DATE, accountScoped } from './types.ts';
 import {
   WireCheckoutConfiguration,
   WireDispute,
@@ -44,6 +46,7 @@ import {
   fromWirePayment,
   fromWirePaymentMethod,
   fromWireRefund,
+  missingPermissionsOf,
   readWireError,
   toWireAmount,
   wireList,
@@ -64,7 +67,10 @@ export interface ExtpayAdapterOptions {
   fetch?: typeof fetch;
 }
 
-type Exchange = { ok: true; status: number; json: unknown } | { ok: false; error: ExtpayError };
+type Exchange = ExtpayProbe;
+
+/** The list parameter naming the connection's company in its pinned version (`account_id` in dated ones). */
+const accountParam = (conn: ExtpayConnection) => (accountScoped(conn) ? 'account_id' : 'company_id');
 
 function failure(code: ExtpayErrorCode, message: string, opts: { httpStatus?: number | null; providerCode?: string | null; safeToRetry: boolean }): ExtpayError {
   return { kind: 'error', code, providerCode: opts.providerCode ?? null, message: scrubPan(message), httpStatus: opts.httpStatus ?? null, safeToRetry: opts.safeToRetry };
@@ -131,17 +137,18 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
   async testConnection(conn: ExtpayConnection): Promise<ExtpayConnectionTest> {
     requireConnection(conn);
     if (!conn.companyId.startsWith('biz_')) return { kind: 'failed_to_authenticate', message: 'The company id must start with biz_.' };
-    const read = await this.exchange(conn, 'GET', `/payments?${new URLSearchParams({ company_id: conn.companyId, first: '1' })}`, null, null);
+    const read = await this.exchange(conn, 'GET', `/payments?${new URLSearchParams({ [accountParam(conn)]: conn.companyId, first: '1' })}`, null, null);
     if (!read.ok) {
       const e = read.error;
       if (e.httpStatus !== null && e.httpStatus >= 400 && e.httpStatus < 500 && e.httpStatus !== 409 && e.httpStatus !== 429)
         return { kind: 'failed_to_authenticate', message: e.message };
       return e;
     }
-    const probe = await this.exchange(conn, 'POST', '/checkout_configurations', { plan: { company_id: conn.companyId } }, null);
+    const probeBody = accountScoped(conn) ? { company_id: conn.companyId, plan: {} } : { plan: { company_id: conn.companyId } };
+    const probe = await this.exchange(conn, 'POST', '/checkout_configurations', probeBody, null);
     if (probe.ok) return { kind: 'connected' };
     const e = probe.error;
-    if (e.httpStatus === 401 || e.httpStatus === 403) return { kind: 'cannot_create_checkouts', message: e.message };
+    if (e.httpStatus === 401 || e.httpStatus === 403) return { kind: 'cannot_create_checkouts', message: e.message, missing: missingPermissionsOf(e.message) };
     if (e.httpStatus === 400 || e.httpStatus === 422) return { kind: 'connected' };
     return e;
   }
@@ -164,7 +171,7 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
 
   async listPayments(conn: ExtpayConnection, query: ExtpayListPaymentsQuery = {}): Promise<ExtpayPaymentList | ExtpayError> {
     requireConnection(conn);
-    const q = new URLSearchParams({ company_id: conn.companyId, first: String(Math.min(100, Math.max(1, query.first ?? 25))) });
+    const q = new URLSearchParams({ [accountParam(conn)]: conn.companyId, first: String(Math.min(100, Math.max(1, query.first ?? 25))) });
     if (query.after) q.set('after', query.after);
     if (query.createdAfter) q.set('created_after', query.createdAfter);
     for (const id of query.planIds ?? []) q.append('plan_ids[]', id);
@@ -195,7 +202,7 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
 
   async listPaymentMethods(conn: ExtpayConnection, memberId: string): Promise<ExtpayPaymentMethodsResult> {
     requireConnection(conn);
-    const q = new URLSearchParams({ member_id: memberId, company_id: conn.companyId, first: '100' });
+    const q = new URLSearchParams({ member_id: memberId, [accountParam(conn)]: conn.companyId, first: '100' });
     const r = await this.exchange(conn, 'GET', `/payment_methods?${q}`, null, null);
     if (!r.ok) return r.error;
     const parsed = wireList(WirePaymentMethod).safeParse(r.json);
@@ -369,9 +376,18 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
     return paymentOutcome(payment);
   }
 
+  /**
+   * One read-only or test call for the connection doctor (`doctor.ts`): the answer as it came, or the
+   * error value. Nothing the doctor calls moves money or changes settings.
+   */
+  async probe(conn: ExtpayConnection, method: 'GET' | 'POST', path: string, body: unknown = null): Promise<Exchange> {
+    requireConnection(conn);
+    return this.exchange(conn, method, path, body, null);
+  }
+
   /** Never throws for transport trouble; the API key never leaves this function except in the header. */
   private async exchange(conn: ExtpayConnection, method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | null): Promise<Exchange> {
-    const headers: Record<string, string> = { authorization: `Bearer ${conn.apiKey}` };
+    const headers: Record<string, string> = { authorization: `Bearer ${conn.apiKey}`, 'api-version-date': conn.apiVersionDate ?? EXTPAY_API_VERSION_DATE };
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
     const r = await exchangeJson(this.fetchImpl, conn.baseUrl.replace(/\/+$/, '') + path, { method, headers, body, timeoutMs: this.timeoutMs });
     if (r.kind === 'timeout')

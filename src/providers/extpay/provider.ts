@@ -1,4 +1,5 @@
 import type { ChargeOutcome, PaymentProvider, ReversalOutcome } from '../provider.ts';
+import { diagnoseExtpay } from './doctor.ts';
 import { EXTPAY_REFUND_STATES } from './status.ts';
 import type { ExtpayConnection, ExtpayError, ExtpayPaymentResult, ExtpayProviderAdapter } from './types.ts';
 
@@ -103,5 +104,6 @@ export function extpayProvider(adapter: ExtpayProviderAdapter): PaymentProvider<
       // As when the provider accepts a refund request: provisional until refund.created carries what settled.
       return { kind: 'approved', providerRef: r.refund.id, code: EXTPAY_REFUND_REQUESTED, text: 'Refund requested at the provider; the amount is provisional until it settles' };
     },
+    diagnose: (conn, ctx) => diagnoseExtpay(adapter, conn, ctx),
   };
 }

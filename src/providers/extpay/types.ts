@@ -13,6 +13,8 @@
  * major units (`wire.ts` converts, once).
  */
 
+import type { ExtpayRefundRequest, ExtpayRefundResult, ExtpayVoidResult, ExtpayRefund, ExtpayRefundLookup, ExtpayMembershipResult, ExtpayCancelMode, ExtpayDisputeLookup } from './types-lifecycle.ts';
+
 export const EXTPAY_ENVIRONMENTS = ['sandbox', 'production'] as const;
 export type ExtpayEnvironment = (typeof EXTPAY_ENVIRONMENTS)[number];
 
@@ -39,10 +41,43 @@ export interface ExtpayConnection {
   environment: ExtpayEnvironment;
   /** `ws_…` (sandbox) or `whsec_…` (production), as given; only the webhook verifier needs it. */
   webhookSecret?: string | null;
+  /** The pinned `Api-Version-Date` every request sends; default `EXTPAY_API_VERSION_DATE`. */
+  apiVersionDate?: string | null;
 }
 
-/** The permissions spec §2.7 says a connection's key needs to create checkouts (Whop's names). */
-export const EXTPAY_CHECKOUT_PERMISSIONS = ['checkout_configuration:create', 'plan:create', 'access_pass:create'] as const;
+/**
+ * The Whop API version the adapter speaks, sent as `Api-Version-Date` on every request
+ * (docs.whop.com/developer/api/versioning: no header is the original 2025-01-01 behaviour, an unknown
+ * date a 400). A connection may pin another; the wire shapes follow the version sent.
+ */
+export const EXTPAY_API_VERSION_DATE = '2026-07-01';
+/** From this version on, list parameters name the account (`account_id`) and a checkout configuration takes `company_id` at its top level. */
+export const EXTPAY_ACCOUNT_ID_SINCE = '2026-06-09';
+
+/** Whether the connection's pinned version is account-scoped (see `EXTPAY_ACCOUNT_ID_SINCE`). */
+export function accountScoped(conn: Pick<ExtpayConnection, 'apiVersionDate'>): boolean {
+  return (conn.apiVersionDate ?? EXTPAY_API_VERSION_DATE) >= EXTPAY_ACCOUNT_ID_SINCE;
+}
+
+/**
+ * What Whop's "Create checkout configuration" requires (docs.whop.com/api-reference/checkout-configurations/
+ * create-checkout-configuration): spec §2.7 names three families; the reference lists five permissions.
+ */
+export const EXTPAY_CHECKOUT_PERMISSIONS = ['checkout_configuration:create', 'plan:create', 'access_pass:create', 'access_pass:update', 'checkout_configuration:basic:read'] as const;
+
+/** Every permission the integration uses, by what it is for (the connection doctor checks each one). */
+export const EXTPAY_INTEGRATION_PERMISSIONS = {
+  'create checkouts': EXTPAY_CHECKOUT_PERMISSIONS,
+  'read payments and refunds': ['payment:basic:read'],
+  'read plans (crash recovery)': ['plan:basic:read'],
+  'charge saved payment methods (upsells)': ['payment:charge'],
+  'refund and void': ['payment:manage'],
+  'read disputes': ['payment:dispute:read'],
+  'read memberships': ['member:basic:read'],
+  'cancel, pause and resume memberships': ['member:manage'],
+  'read saved payment methods': ['member:payment_methods:read'],
+  'read webhooks (the doctor only)': ['developer:manage_webhook'],
+} as const satisfies Record<string, readonly string[]>;
 
 // ---- plans and checkouts ----
 
@@ -278,112 +313,15 @@ export interface ExtpayPaymentMethod {
 
 export type ExtpayPaymentMethodsResult = { kind: 'list'; methods: ExtpayPaymentMethod[] } | ExtpayError;
 
-// ---- refunds, voids ----
-
-export interface ExtpayRefundRequest {
-  paymentId: string;
-  /** Minor units; omitted refunds the whole payment. */
-  amount?: number;
-  idempotencyKey?: string | null;
-}
-
-/**
- * A refund was accepted. The amount we asked for is provisional: `refund.created` carries what
- * settled (spec §4.5). `payment` is the payment as Whop answered it.
- */
-export type ExtpayRefundResult = { kind: 'refund_requested'; paymentId: string; requestedAmount: number | null; payment: ExtpayPayment } | ExtpayError;
-
-export type ExtpayVoidResult = { kind: 'voided'; paymentId: string; payment: ExtpayPayment } | ExtpayError;
-
-export const EXTPAY_REFUND_STATUSES = ['pending', 'requires_action', 'succeeded', 'failed', 'canceled'] as const;
-export type ExtpayRefundStatus = (typeof EXTPAY_REFUND_STATUSES)[number];
-
-export interface ExtpayRefund {
-  /** `rfnd_…` */
-  id: string;
-  status: ExtpayRefundStatus;
-  /** Minor units: what settled (or is settling). */
-  amount: number;
-  currency: string;
-  paymentId: string | null;
-  createdAt: string | null;
-}
-
-export type ExtpayRefundLookup = { kind: 'refund'; refund: ExtpayRefund } | ExtpayError;
-
-// ---- memberships ----
-
-export const EXTPAY_MEMBERSHIP_STATUSES = ['trialing', 'active', 'past_due', 'completed', 'canceled', 'expired', 'unresolved', 'drafted'] as const;
-export type ExtpayMembershipStatus = (typeof EXTPAY_MEMBERSHIP_STATUSES)[number];
-
-export interface ExtpayMembership {
-  /** `mem_…`: the subscription's membership reference (spec §2.9). */
-  id: string;
-  status: ExtpayMembershipStatus;
-  cancelAtPeriodEnd: boolean;
-  /** Whop's `payment_collection_paused`. */
-  paused: boolean;
-  planId: string | null;
-  memberId: string | null;
-  companyId: string | null;
-  /** ISO 8601; the next billing date is `renewalPeriodEnd`, mirrored, never computed (spec §2.9). */
-  renewalPeriodStart: string | null;
-  renewalPeriodEnd: string | null;
-  canceledAt: string | null;
-  metadata: Record<string, unknown>;
-}
-
-export type ExtpayMembershipResult = { kind: 'membership'; membership: ExtpayMembership } | ExtpayError;
-
-export type ExtpayCancelMode = 'at_period_end' | 'immediate';
-
-// ---- disputes, setup intents ----
-
-/** Whop's dispute statuses; `warning_*` is the early-warning stage (spec §4.5). */
-export const EXTPAY_DISPUTE_STATUSES = [
-  'warning_needs_response',
-  'warning_under_review',
-  'warning_closed',
-  'needs_response',
-  'under_review',
-  'won',
-  'lost',
-  'closed',
-  'other',
-] as const;
-export type ExtpayDisputeStatus = (typeof EXTPAY_DISPUTE_STATUSES)[number];
-
-export interface ExtpayDispute {
-  /** `dspt_…` */
-  id: string;
-  status: ExtpayDisputeStatus;
-  reason: string | null;
-  /** Minor units. */
-  amount: number;
-  currency: string;
-  paymentId: string | null;
-  createdAt: string | null;
-}
-
-export type ExtpayDisputeLookup = { kind: 'dispute'; dispute: ExtpayDispute } | ExtpayError;
-
-export interface ExtpaySetupIntent {
-  id: string;
-  status: string;
-  paymentMethodId: string | null;
-  cardBrand: string | null;
-  cardLast4: string | null;
-  memberId: string | null;
-  checkoutConfigurationId: string | null;
-  metadata: Record<string, unknown>;
-}
+// ---- refunds, voids, memberships, disputes, setup intents: types-lifecycle.ts ----
+export * from './types-lifecycle.ts';
 
 // ---- connection test (spec §2.7) ----
 
 export type ExtpayConnectionTest =
   | { kind: 'connected' }
-  /** The key authenticates for the company but lacks the checkout permissions. */
-  | { kind: 'cannot_create_checkouts'; message: string }
+  /** The key authenticates for the company but lacks the checkout permissions (`missing`: Whop's names, when it said). */
+  | { kind: 'cannot_create_checkouts'; message: string; missing: string[] }
   /** Wrong key, wrong company id, or the other environment's credentials. */
   | { kind: 'failed_to_authenticate'; message: string }
   /** The provider could not be asked (network, 5xx): nothing is known. */
@@ -391,9 +329,14 @@ export type ExtpayConnectionTest =
 
 export type ExtpayCheckoutResult = { kind: 'created'; checkout: ExtpayCheckout } | ExtpayError;
 
+/** One raw call's answer (the connection doctor reads status codes and bodies itself). */
+export type ExtpayProbe = { ok: true; status: number; json: unknown } | { ok: false; error: ExtpayError };
+
 /** The adapter: outcomes are values; only configuration bugs and invalid input throw. */
 export interface ExtpayProviderAdapter {
   readonly kind: 'extpay';
+  /** A read, or a call the provider refuses before acting (the doctor's probes); never moves money. */
+  probe(conn: ExtpayConnection, method: 'GET' | 'POST', path: string, body?: unknown): Promise<ExtpayProbe>;
   testConnection(conn: ExtpayConnection): Promise<ExtpayConnectionTest>;
   createCheckout(conn: ExtpayConnection, req: ExtpayCheckoutRequest): Promise<ExtpayCheckoutResult>;
   retrievePayment(conn: ExtpayConnection, paymentId: string): Promise<ExtpayPaymentResult>;

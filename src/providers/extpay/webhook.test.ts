@@ -154,3 +154,18 @@ describe('extpay webhook signatures (Standard Webhooks, Whop key rule)', () => {
     }
   });
 });
+
+describe("Whop's current payloads", () => {
+  it('reads api_version_date and previous_attributes, and null when an older payload has neither', () => {
+    const body = Buffer.from(JSON.stringify({ ...event, api_version_date: '2026-07-01', previous_attributes: { status: 'pending' } }));
+    const r = verifyExtpayWebhook(body, headers(WS_SECRET, body), WS_SECRET, at);
+    expect(r).toMatchObject({ ok: true, event: { apiVersion: 'v1', apiVersionDate: '2026-07-01', previousAttributes: { status: 'pending' } } });
+    expect(verifyExtpayWebhook(raw, headers(WS_SECRET), WS_SECRET, at)).toMatchObject({ ok: true, event: { apiVersionDate: null, previousAttributes: null } });
+  });
+
+  it('reads payment.authorized as a payment event acted on like payment.created, keeping the kind as sent', () => {
+    const body = Buffer.from(JSON.stringify({ ...event, type: 'payment.authorized', data: { ...payment, status: 'pending', substatus: 'pending' } }));
+    const r = verifyExtpayWebhook(body, headers(WS_SECRET, body), WS_SECRET, at);
+    expect(r).toMatchObject({ ok: true, event: { type: 'payment.created', rawType: 'payment.authorized', payment: { id: 'pay_1', status: 'pending' } } });
+  });
+});

@@ -50,6 +50,15 @@ export const EXTPAY_EVENT_TYPES = [
 ] as const;
 export type ExtpayEventType = (typeof EXTPAY_EVENT_TYPES)[number];
 
+/**
+ * Kinds outside the eleven that are read as one of them. `payment.authorized` (Whop: the card is
+ * authorized and the money held, not yet captured) is our pending: it is read like
+ * `payment.created` — it changes nothing unless the provider already reports the payment failed —
+ * so the order stays awaiting external confirmation (Capture answers 202) until `payment.succeeded`
+ * or `payment.failed` settles it. `rawType` keeps the kind as sent. Subscribing to it is optional.
+ */
+export const EXTPAY_EVENT_ALIASES = { 'payment.authorized': 'payment.created' } as const satisfies Record<string, ExtpayEventType>;
+
 interface EventBase {
   /** `webhook-id`: the dedupe key (Standard Webhooks keeps it across retries). */
   id: string;
@@ -60,6 +69,12 @@ interface EventBase {
   /** ISO 8601: the body's `timestamp`, else the signing time. */
   timestamp: string;
   companyId: string | null;
+  /** The body's `api_version` (`v1`). */
+  apiVersion: string | null;
+  /** The dated version the payload is serialized to (the body's `api_version_date`), when sent. */
+  apiVersionDate: string | null;
+  /** On some updates, the old values of the fields that changed (the body's `previous_attributes`). */
+  previousAttributes: Record<string, unknown> | null;
 }
 
 type PaymentEventType = 'payment.succeeded' | 'payment.failed' | 'payment.created';
@@ -137,11 +152,19 @@ const WireEvent = z.object({
   type: z.string().min(1),
   timestamp: z.union([z.string(), z.number()]).nullish(),
   company_id: z.string().nullish(),
+  api_version: z.string().nullish(),
+  api_version_date: z.string().nullish(),
+  previous_attributes: z.record(z.string(), z.unknown()).nullish(),
   data: z.unknown(),
 });
 
 function isEventType(type: string): type is ExtpayEventType {
   return (EXTPAY_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+function actedOnAs(type: string): ExtpayEventType | null {
+  if (isEventType(type)) return type;
+  return Object.hasOwn(EXTPAY_EVENT_ALIASES, type) ? EXTPAY_EVENT_ALIASES[type as keyof typeof EXTPAY_EVENT_ALIASES] : null;
 }
 
 export interface VerifyOptions {
@@ -245,8 +268,12 @@ export function verifyExtpayWebhook(
     rawType: type,
     timestamp: toIsoTime(event.data.timestamp) ?? new Date(timestamp * 1000).toISOString(),
     companyId: event.data.company_id ?? null,
+    apiVersion: event.data.api_version ?? null,
+    apiVersionDate: event.data.api_version_date ?? null,
+    previousAttributes: event.data.previous_attributes ?? null,
   };
-  if (!isEventType(type)) return { ok: true, event: { ...base, type: 'unknown', data } };
-  const parsed = parseEvent(type, base, data);
+  const kind = actedOnAs(type);
+  if (!kind) return { ok: true, event: { ...base, type: 'unknown', data } };
+  const parsed = parseEvent(kind, base, data);
   return parsed ? { ok: true, event: parsed } : { ok: false, reason: 'malformed_payload' };
 }

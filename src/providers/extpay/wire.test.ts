@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExtpayConnection } from './types.ts';
-import { attemptIdOfNote, attemptNote, buildChargeBody, buildCheckoutBody, embedCheckout, fromWireAmount, readWireError, renewalPlanFor, toIsoTime, toWireAmount } from './wire.ts';
+import { attemptIdOfNote, attemptNote, buildChargeBody, buildCheckoutBody, embedCheckout, fromWireAmount, missingPermissionsOf, readWireError, renewalPlanFor, toIsoTime, toWireAmount } from './wire.ts';
 
 const conn: ExtpayConnection = { baseUrl: 'https://api.whop.com/api/v1', apiKey: 'k', companyId: 'biz_abc', environment: 'production' };
 
@@ -39,8 +39,8 @@ describe('extpay wire conversions', () => {
         product: { externalIdentifier: 'checkstand', title: 'Shop' },
       }),
     ).toEqual({
+      company_id: 'biz_abc',
       plan: {
-        company_id: 'biz_abc',
         currency: 'usd',
         plan_type: 'one_time',
         initial_price: 49.99,
@@ -53,9 +53,19 @@ describe('extpay wire conversions', () => {
     });
   });
 
+  it('puts the company inside the inline plan for a connection pinned before the account-scoped versions', () => {
+    const body = buildCheckoutBody({ ...conn, apiVersionDate: '2025-01-01' }, { currency: 'USD', plan: { planType: 'one_time', initialPrice: 100 } });
+    expect(body.company_id).toBeUndefined();
+    expect(body.plan).toMatchObject({ company_id: 'biz_abc', currency: 'usd' });
+  });
+
+  it('reads the permission names of a 403', () => {
+    expect(missingPermissionsOf('This API key is missing the permissions: access_pass:update, checkout_configuration:basic:read.')).toEqual(['access_pass:update', 'checkout_configuration:basic:read']);
+    expect(missingPermissionsOf('You are not authorized to access this company.')).toEqual([]);
+  });
+
   it('builds a renewal plan with a trial, and refuses impossible plans', () => {
     expect(buildCheckoutBody(conn, { currency: 'eur', plan: { planType: 'renewal', initialPrice: 100, renewalPrice: 2999, billingPeriodDays: 30, trialPeriodDays: 14 } }).plan).toEqual({
-      company_id: 'biz_abc',
       currency: 'eur',
       plan_type: 'renewal',
       initial_price: 1,

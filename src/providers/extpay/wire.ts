@@ -19,6 +19,7 @@ import {
   type ExtpayPlanInput,
   type ExtpayRefund,
   type ExtpaySetupIntent,
+  accountScoped,
 } from './types.ts';
 
 /**
@@ -201,6 +202,13 @@ export function wireList<T extends z.ZodTypeAny>(item: T) {
   });
 }
 
+/** The permission names a 403 lists ("… missing the permissions: a, b."), as Whop and the sandbox word it. */
+export function missingPermissionsOf(message: string | null | undefined): string[] {
+  const m = /permissions?:?\s*([a-z_:,\s]+?)\.?$/i.exec(message ?? '');
+  if (!m) return [];
+  return m[1]!.split(/[,\s]+/).filter((x) => /^[a-z_]+(:[a-z_]+)+$/.test(x));
+}
+
 /**
  * The error of a non-2xx answer, whichever of the usual shapes it has: `{ error: { type, code,
  * message } }`, `{ error: "…" }` or `{ message: "…" }`. Whop's error body is not in its OpenAPI spec.
@@ -340,7 +348,7 @@ function days(name: string, v: number, min: number): number {
 export function buildPlanBody(
   plan: ExtpayPlanInput,
   currency: string,
-  extra: { companyId?: string; title?: string | null; product?: { externalIdentifier: string; title: string } | null; internalNotes?: string | null },
+  extra: { companyId?: string | undefined; title?: string | null; product?: { externalIdentifier: string; title: string } | null; internalNotes?: string | null },
 ): Record<string, unknown> {
   if (!/^[A-Za-z]{3}$/.test(currency)) throw new RangeError('currency must be a three-letter ISO 4217 code');
   const body: Record<string, unknown> = {};
@@ -367,8 +375,11 @@ export function buildPlanBody(
 
 /** The body of `POST /checkout_configurations` with an inline plan for the connection's company. */
 export function buildCheckoutBody(conn: ExtpayConnection, req: ExtpayCheckoutRequest): Record<string, unknown> {
+  // Dated versions take the company at the top level; the original one inside the inline plan.
+  const top = accountScoped(conn);
   const body: Record<string, unknown> = {
-    plan: buildPlanBody(req.plan, req.currency, { companyId: conn.companyId, title: req.title ?? null, product: req.product ?? null }),
+    ...(top ? { company_id: conn.companyId } : {}),
+    plan: buildPlanBody(req.plan, req.currency, { companyId: top ? undefined : conn.companyId, title: req.title ?? null, product: req.product ?? null }),
   };
   if (req.metadata && Object.keys(req.metadata).length > 0) body.metadata = { ...req.metadata };
   if (req.redirectUrl) body.redirect_url = req.redirectUrl;

@@ -1,5 +1,6 @@
 import type { CardGatewayAdapter, GatewayAccount, GatewayResult } from '../card-gateway.ts';
 import type { CardProvider, ChargeOutcome, ReversalOutcome } from '../provider.ts';
+import { diagnoseNmi } from './doctor.ts';
 import { classifyNmi } from './status.ts';
 
 /** Transport failures: NMI may have processed the request, so the outcome is unknown, never a decline. */
@@ -33,6 +34,7 @@ export function nmiProvider(adapter: CardGatewayAdapter): CardProvider {
   return {
     kind: 'nmi',
     capabilities: { syncCard: true, redirect: false, externalCheckout: false },
+    diagnose: (account, ctx) => diagnoseNmi(account, ctx),
     async charge(account, req) {
       const r = await adapter.sale(account, {
         amount: req.amount,

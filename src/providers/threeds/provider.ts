@@ -1,3 +1,4 @@
+import { diagnoseThreeDs } from './doctor.ts';
 import type { GatewayAccount } from '../card-gateway.ts';
 import type { CardProvider, ChargeOutcome, ReversalOutcome } from '../provider.ts';
 import type { ThreeDsGatewayAdapter, ThreeDsPaymentResult, ThreeDsRefundResult } from './types.ts';
@@ -40,6 +41,7 @@ export function threeDsProvider(adapter: ThreeDsGatewayAdapter): CardProvider {
   return {
     kind: 'threeds',
     capabilities: { syncCard: true, redirect: true, externalCheckout: false },
+    diagnose: (account, ctx) => diagnoseThreeDs(account, ctx),
     async charge(account, req) {
       const r = await adapter.createPayment(acc(account), {
         amount: req.amount,
