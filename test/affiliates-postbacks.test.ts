@@ -1,0 +1,135 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/app/logger.ts';
+import { affiliateWorld, type AffiliateWorld, createAffiliate, createOrder, listAll } from './support/affiliates.ts';
+
+// Postbacks (server-to-server GETs through the outbox) and thank-you page pixels: once for each
+// conversion that is not throttled, never for a throttled one.
+
+const log = createLogger('silent');
+let w: AffiliateWorld;
+let receiver: { url: string; hits: Array<{ method: string; url: URL }>; failNext: Map<string, number>; close(): Promise<void> };
+
+async function startReceiver(): Promise<typeof receiver> {
+  const hits: Array<{ method: string; url: URL }> = [];
+  const failNext = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://receiver');
+    hits.push({ method: req.method ?? '', url });
+    const left = failNext.get(url.pathname) ?? 0;
+    if (left > 0) failNext.set(url.pathname, left - 1);
+    res.writeHead(left > 0 ? 500 : 200).end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, failNext, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/** Drains the postback queue as the worker would, until nothing is due (retries are 20 ms apart). */
+async function drain() {
+  for (let idle = 0; idle < 5; ) {
+    const n = await w.app.ctx.services.affiliates.postbacks.deliverDue(log);
+    if (n === 0) {
+      idle++;
+      await new Promise((r) => setTimeout(r, 30));
+    } else idle = 0;
+  }
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  w = await affiliateWorld({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '20,20,20', WEBHOOK_TIMEOUT_MS: '3000' });
+});
+afterAll(async () => {
+  await w?.close();
+  await receiver?.close();
+});
+
+describe('postbacks and pixels', () => {
+  it('fire once for each conversion that is not throttled, never for a throttled one, with URL-encoded values', { timeout: 120_000 }, async () => {
+    const a = await createAffiliate(w.team.api, {
+      throttle_rate: 50,
+      automatic_throttling: true,
+      postback_url: `${receiver.url}/pb?click={click_id}&order={order_number}&amount={amount}&cur={currency}&s1={sub1}&s2={sub2}&e={event}`,
+      pixel_html: '<img src="https://track.example/p?c={click_id}&o={order_number}" width="1" height="1">',
+    });
+    const orders: Array<{ n: string; throttled: boolean; click: string }> = [];
+    for (let i = 0; i < 6; i++) {
+      const click = `c ${i}&x=/é'`;
+      const r = await createOrder(w, { affiliate: { affiliate_id: a.id, click_id: click, sub1: `s/${i}`, sub2: 'two words' }, ...(i === 5 ? { is_throttle: true } : {}) });
+      expect(r.status, r.text).toBe(200);
+      orders.push({ n: r.body.data.order_number, throttled: r.body.data.is_throttled, click });
+    }
+    const fired = orders.filter((o) => !o.throttled);
+    expect(fired.length).toBe(3); // rate 50 %: 2 automatic of the first 5, then one requested
+    await drain();
+    const hits = receiver.hits.filter((h) => h.url.pathname === '/pb');
+    expect(hits).toHaveLength(fired.length);
+    expect(hits.every((h) => h.method === 'GET')).toBe(true);
+    expect(hits.map((h) => h.url.searchParams.get('order')).sort()).toEqual(fired.map((o) => o.n).sort());
+    for (const h of hits) {
+      const o = orders.find((x) => x.n === h.url.searchParams.get('order'))!;
+      expect(h.url.searchParams.get('click')).toBe(o.click);
+      expect(h.url.searchParams.get('amount')).toBe('43.95');
+      expect(h.url.searchParams.get('cur')).toBe('USD');
+      expect(h.url.searchParams.get('s2')).toBe('two words');
+      expect(h.url.searchParams.get('e')).toBe('conversion');
+    }
+    // Draining again sends nothing more: once per conversion.
+    await drain();
+    expect(receiver.hits.filter((h) => h.url.pathname === '/pb')).toHaveLength(fired.length);
+    const log = await listAll(w.team.api, `/v1/affiliate-postbacks?affiliate_id=${a.id}`);
+    expect(log).toHaveLength(fired.length);
+    expect(log.every((p) => p.status === 'succeeded' && p.attempt_count === 1 && p.last_status_code === 200)).toBe(true);
+
+    // Pixels: the rendered HTML for an order that is not throttled, nothing for a throttled one.
+    const shown = await w.team.api.get(`/v1/orders/${fired[0]!.n}/pixels`);
+    expect(shown.status, shown.text).toBe(200);
+    expect(shown.body.data.fire).toBe(true);
+    expect(shown.body.data.pixels[0].html).toBe(
+      `<img src="https://track.example/p?c=${encodeURIComponent(fired[0]!.click).replace(/'/g, '%27')}&o=${fired[0]!.n}" width="1" height="1">`,
+    );
+    for (const o of orders.filter((x) => x.throttled)) {
+      const none = await w.team.api.get(`/v1/orders/${o.n}/pixels`);
+      expect(none.body.data).toMatchObject({ fire: false, pixels: [] });
+    }
+  });
+
+  it('a failing receiver is retried on the schedule, every attempt is logged, and replay sends it again', { timeout: 60_000 }, async () => {
+    const a = await createAffiliate(w.team.api, { postback_url: `${receiver.url}/flaky?o={order_number}` });
+    receiver.failNext.set('/flaky', 2);
+    const r = await createOrder(w, { affiliate: { affiliate_id: a.id } });
+    expect(r.status, r.text).toBe(200);
+    await drain();
+    const [p] = await listAll(w.team.api, `/v1/affiliate-postbacks?affiliate_id=${a.id}`);
+    const full = await w.team.api.get(`/v1/affiliate-postbacks/${p.id}`);
+    expect(full.body.data).toMatchObject({ status: 'succeeded', attempt_count: 3, url: `${receiver.url}/flaky?o=${r.body.data.order_number}` });
+    expect(full.body.data.attempts.map((x: any) => x.status_code)).toEqual([500, 500, 200]);
+
+    const replay = await w.team.api.post(`/v1/affiliate-postbacks/${p.id}/replay`);
+    expect(replay.status, replay.text).toBe(202);
+    await drain();
+    expect(receiver.hits.filter((h) => h.url.pathname === '/flaky')).toHaveLength(4);
+    const after = await w.team.api.get(`/v1/affiliate-postbacks/${p.id}`);
+    expect(after.body.data.attempts).toHaveLength(4);
+  });
+
+  it('refuses templates with unknown placeholders or that are not http(s)', async () => {
+    const bad = await w.team.api.post('/v1/affiliates', { id: 'bad-template', name: 'x', postback_url: 'https://t.example/?x={nope}' });
+    expect(bad.status).toBe(422);
+    expect(bad.text).toContain('{nope}');
+    const ftp = await w.team.api.post('/v1/affiliates', { id: 'bad-scheme', name: 'x', postback_url: 'ftp://t.example/{click_id}' });
+    expect(ftp.status).toBe(422);
+  });
+
+  it('the postback URL must reach a public address unless private targets are allowed', { timeout: 120_000 }, async () => {
+    const strict = await affiliateWorld();
+    try {
+      const r = await strict.team.api.post('/v1/affiliates', { id: 'loopback', name: 'x', postback_url: 'http://127.0.0.1:9/pb?o={order_number}' });
+      expect(r.status, r.text).toBe(422);
+      expect(r.body.error.fields[0].path).toBe('postback_url');
+    } finally {
+      await strict.close();
+    }
+  });
+});
