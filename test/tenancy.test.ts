@@ -75,7 +75,26 @@ beforeAll(async () => {
   const endpoint = await a.api.post('/v1/webhook-endpoints', { url: 'https://93.184.215.14/hooks', event_types: ['*'] });
   ids['webhook-endpoint'] = endpoint.body.data.id;
   const hook = await app.store.transaction((trx) => app.ctx.services.events.emit(trx, a.teamId, 'order.upsell_added', { orderId: ids.order, object: {} }));
+  ids['api-token'] = (await a.api.post('/v1/api-tokens', { name: 'A desk', role: 'support_l1' })).body.data.id;
+  const provider = await app.ctx.services.teams.createTeam('A provider', 'provider');
+  ids['provider-grant'] = (await a.api.post('/v1/provider-grants', { provider_id: provider.id, kind: 'customer_service' })).body.data.id;
   ids['webhook-delivery'] = (await app.store.run((db) => db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', hook.id).executeTakeFirstOrThrow())).id;
+  ids.affiliate = (await a.api.post('/v1/affiliates', { id: 'a-affiliate', name: 'A affiliate', throttle_rate: 10, automatic_throttling: true })).body.data.id;
+  ids['affiliate-postback'] = `pb_${ids.order!.slice(4)}`;
+  ids.member = (await app.ctx.services.users.createUser({ teamId: a.teamId, email: 'owner-a@example.com', password: 'correct horse battery' })).id;
+  ids.invitation = `inv_${ids.order!.slice(4)}`;
+  await app.store.run((db) =>
+    db
+      .insertInto('invitations')
+      .values({ id: ids.invitation!, team_id: a.teamId, email: 'invitee-a@example.com', role: 'support_l1', token_hash: `hash_${ids.invitation}`, expires_at: new Date(Date.now() + 86_400_000) })
+      .execute(),
+  );
+  await app.store.run((db) =>
+    db
+      .insertInto('affiliate_postbacks')
+      .values({ id: ids['affiliate-postback']!, team_id: a.teamId, affiliate_id: 'a-affiliate', order_id: ids.order!, event: 'conversion', source_id: 'x', url: 'https://93.184.215.14/pb', status: 'succeeded' })
+      .execute(),
+  );
 });
 afterAll(async () => app?.close());
 
@@ -118,13 +137,19 @@ describe('tenancy: another team never sees or changes team A', () => {
           method === 'post'
             ? path.endsWith('/notes')
               ? { body: 'note from B' }
+              : path.endsWith('/throttle/simulate')
+                ? { throttle_rate: 50 }
               : path.endsWith('/payment-method')
                 ? { card_number: '4111111111111111', card_exp: '12/39', card_cvv: '123' }
                 : {}
             : method === 'patch'
               ? path.startsWith('/v1/coupons')
                 ? { is_active: false }
-                : path.startsWith('/v1/webhook-endpoints')
+                : path.startsWith('/v1/members')
+                  ? { role: 'support_l1' }
+                : path.startsWith('/v1/provider-grants')
+                  ? { permissions: ['webhooks:manage'] }
+                  : path.startsWith('/v1/webhook-endpoints')
                   ? { description: 'hijacked' }
                   : path.startsWith('/v1/subscriptions')
                     ? { quantity: 2 }
