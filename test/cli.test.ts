@@ -16,9 +16,9 @@ function dataDir(): string {
   return d;
 }
 
-function cli(args: string[], dir: string) {
+function cli(args: string[], dir: string, extra: Record<string, string> = {}) {
   // The CLI always runs embedded here, whatever the suite's database.
-  const env = { ...process.env, CHECKSTAND_DATA_DIR: dir, DATABASE_URL: '', LOG_LEVEL: 'warn' };
+  const env = { ...process.env, CHECKSTAND_DATA_DIR: dir, DATABASE_URL: '', LOG_LEVEL: 'warn', ...extra };
   return run(process.execPath, [BIN, ...args], { env, timeout: 60_000 });
 }
 
@@ -35,15 +35,30 @@ describe('checkstand CLI', () => {
     const cmds = [['serve'], ['worker'], ['sandbox'], ['migrate'], ['seed'], ['token'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['token', 'rotate']];
     const outs = await Promise.all(cmds.map((cmd) => cli([...cmd, '--help'], dir)));
     outs.forEach((r, i) => expect(r.stdout, cmds[i]!.join(' ')).toMatch(/^Usage: checkstand/));
+    const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8'));
+    expect((await cli(['--version'], dir)).stdout.trim()).toBe(pkg.version);
   }, 120_000);
+
+  it('--help and --version load nothing of the app: the command table imports only commander, each command its own module when it runs', () => {
+    const bin = fs.readFileSync(BIN, 'utf8');
+    const staticImports = [...bin.matchAll(/^import .* from '([^']+)';$/gm)].map((m) => m[1]);
+    expect(staticImports).toEqual(['node:fs', 'commander']);
+    expect(bin).toContain("import('tsx/esm/api')");
+    expect(fs.existsSync(path.resolve('src/cli/main.ts'))).toBe(true);
+  });
 
   it('seed --demo --json prints the ids and a working token; token list/revoke manage it', async () => {
     const dir = dataDir();
-    const seeded = JSON.parse((await cli(['seed', '--demo', '--json'], dir)).stdout);
+    // At the default log level: stdout is the JSON and nothing else (logs go to stderr).
+    const seedRun = await cli(['seed', '--demo', '--json'], dir, { LOG_LEVEL: 'info' });
+    expect(seedRun.stdout.trim().split('\n')).toHaveLength(1);
+    expect(seedRun.stderr).toContain('migrations applied');
+    const seeded = JSON.parse(seedRun.stdout);
     expect(seeded).toMatchObject({ team_id: expect.stringMatching(/^team_/), token: expect.stringMatching(/^csk_/), campaign_id: expect.stringMatching(/^cmp_/) });
     expect(seeded.upsells).toHaveLength(2);
     expect(seeded.gateway_id).toMatch(/^gw_/);
     expect(Object.keys(seeded.offers)).toEqual(['serum', 'club_trial', 'guide']);
+    expect(seeded.token_id).toMatch(/^tok_/);
 
     const created = JSON.parse((await cli(['token', 'create', '--team', seeded.team_id, '--name', 'ci', '--json'], dir)).stdout);
     expect(created.token).toMatch(/^csk_/);
@@ -64,10 +79,13 @@ describe('checkstand CLI', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(server);
+    let out = '';
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('server did not start')), 45_000);
+      // Minutes, not seconds: a start on a loaded machine (migrations on the embedded database) is slow.
+      const t = setTimeout(() => reject(new Error('server did not start')), 180_000);
       server.stdout!.on('data', (d: Buffer) => {
-        if (String(d).includes('checkstand serving')) {
+        out += String(d);
+        if (out.includes('checkstand serving')) {
           clearTimeout(t);
           resolve();
         }
@@ -80,5 +98,5 @@ describe('checkstand CLI', () => {
     await new Promise((r) => server.on('exit', r));
     // After a clean stop the directory opens again.
     expect((await cli(['migrate'], dir)).stdout).toContain('up to date');
-  }, 120_000);
+  }, 300_000);
 });

@@ -1,0 +1,222 @@
+/**
+ * `checkstand start` and `checkstand serve`: the API (with the worker and the sandbox for
+ * `start`), the demo on an empty database, the banner on every start, and the control socket the
+ * CLI's token commands use while this process holds the embedded database.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { loadConfig } from '../app/config.ts';
+import { type Runtime, StartupError, openRuntime } from '../app/runtime.ts';
+import { type DemoSeed, seedDemo } from '../app/seed.ts';
+import { buildServer } from '../app/server.ts';
+import { isDatabaseUnavailable } from '../db/faults.ts';
+import { tokenView } from '../modules/teams/service.ts';
+import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
+import { startWorker } from '../worker/worker.ts';
+import { demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
+import { banner, type PrintedToken } from './banner.ts';
+import { type ControlServer, startControlServer } from './control.ts';
+
+/** The name of the token `start` prints for the demo team. */
+export const DEMO_TOKEN = 'demo';
+
+/**
+ * A long-running process outlives database outages: a connection error that escaped every caller
+ * (a promise nobody awaited) is logged, not fatal. Anything else still ends the process, as
+ * Node does by default, so a real bug is not left running in an unknown state.
+ */
+export function surviveDatabaseOutages(log: Logger): void {
+  process.on('unhandledRejection', (err) => {
+    if (isDatabaseUnavailable(err)) {
+      log.warn({ err: { message: (err as Error).message } }, 'background database call failed: database unavailable');
+      return;
+    }
+    log.fatal({ err }, 'unhandled promise rejection');
+    process.exit(1);
+  });
+}
+
+/** A port another process holds, said with the setting that chooses it. */
+export function portError(err: unknown, setting: string, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return new StartupError(`port ${port} on ${host} (${setting}) is already in use by another process: stop it, or set ${setting} to a free port`);
+  if (code === 'EACCES') return new StartupError(`port ${port} on ${host} (${setting}) needs privileges this user does not have: set ${setting} to 1024 or above`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new StartupError(`cannot listen on ${host} (${setting === 'PORT' ? 'HOST' : 'SANDBOX_HOST'}): no such address on this machine`);
+  return err;
+}
+
+/**
+ * Takes the API port before anything is written, so a busy port fails the start before the demo is
+ * seeded; released just before Fastify listens on it. PORT=0 (any free port) needs no check.
+ */
+async function claimPort(host: string, port: number): Promise<net.Server | undefined> {
+  if (port === 0) return undefined;
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (err) => reject(portError(err, 'PORT', host, port)));
+    probe.listen({ host, port, exclusive: true }, () => resolve());
+  });
+  return probe;
+}
+
+/**
+ * What `start` keeps in `<data dir>/demo.json` (embedded database only): the demo's ids (the
+ * demo funnel reads them), and which token the first start made and whether it was printed.
+ */
+interface DemoState extends Omit<DemoSeed, 'token' | 'owner_password'> {
+  token_printed?: boolean;
+}
+
+function demoFile(dataDir: string): string {
+  return path.join(dataDir, 'demo.json');
+}
+
+function readDemoState(dataDir: string): DemoState | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(demoFile(dataDir), 'utf8')) as DemoState;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeDemoState(dataDir: string, state: DemoState): void {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = demoFile(dataDir);
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(state, null, 2) + '\n');
+  fs.renameSync(`${file}.tmp`, file);
+}
+
+function databaseLabel(rt: Runtime): string {
+  if (rt.ctx.store.kind === 'pglite') return `embedded database in ${rt.config.dataDir}`;
+  try {
+    const u = new URL(rt.config.databaseUrl!);
+    return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return 'PostgreSQL';
+  }
+}
+
+export async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandbox: boolean }): Promise<void> {
+  // The ports first: a busy one fails the start before the database is opened or anything written.
+  const config = loadConfig();
+  const cleanups: Array<() => Promise<unknown>> = [];
+  let rt: Runtime | undefined;
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch(() => {});
+    await rt?.close().catch(() => {});
+  };
+  try {
+    const sandboxOpts = sandboxOptionsFromEnv();
+    const sandbox = opts.sandbox ? await startSandbox(sandboxOpts).catch((err: unknown) => Promise.reject(portError(err, 'SANDBOX_PORT', sandboxOpts.host ?? '127.0.0.1', sandboxOpts.port ?? 0))) : undefined;
+    if (sandbox) cleanups.push(() => sandbox.close());
+    const claimed = await claimPort(config.host, config.port);
+    cleanups.push(() => new Promise((r) => (claimed ? claimed.close(r) : r(undefined))));
+
+    rt = await openRuntime({ config });
+    const { ctx, log } = rt;
+    surviveDatabaseOutages(log);
+    const embedded = ctx.store.kind === 'pglite';
+    if (sandbox) log.info({ url: sandbox.url }, 'provider sandbox serving (NMI-compatible card gateway)');
+
+    // The demo: seeded on an empty database; its token is printed once the server listens.
+    let seed: DemoSeed | undefined;
+    let state = opts.seedIfEmpty && embedded ? readDemoState(config.dataDir) : undefined;
+    let printed: PrintedToken | undefined;
+    if (opts.seedIfEmpty && (await ctx.services.teams.listTeams()).length === 0) {
+      seed = await seedDemo(ctx, { sandboxUrl: sandbox?.url, log });
+      const { token: _token, owner_password: _password, ...ids } = seed;
+      state = { ...ids, token_printed: false };
+      // The ids (never the token) for the demo funnel on later starts and the README's quickstart.
+      // Only on the embedded database: on PostgreSQL nothing is written in the data dir.
+      if (embedded) writeDemoState(config.dataDir, state);
+      printed = { secret: seed.token, teamId: seed.team_id, owner: { email: seed.owner_email, password: seed.owner_password } };
+    }
+
+    const app = await buildServer(ctx, log);
+    cleanups.push(() => app.close());
+    // Demo funnel (web/demo) on `npm start`: /demo, with a fresh `demo-funnel` token of the demo team held server-side, never printed.
+    const demo = opts.seedIfEmpty ? await demoFunnelOptions(ctx, seed) : undefined;
+    if (demo) enableDemoFunnel(app, demo);
+    await new Promise((r) => (claimed ? claimed.close(r) : r(undefined)));
+    try {
+      await app.listen({ host: config.host, port: config.port });
+    } catch (err) {
+      throw portError(err, 'PORT', config.host, config.port);
+    }
+    const address = app.server.address();
+    const port = address && typeof address === 'object' ? address.port : config.port;
+    const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+
+    // A start that made the demo's token but stopped before printing it (port busy, killed):
+    // that token was never seen, so it is revoked and a new one printed instead.
+    if (!printed && state && state.token_printed === false && state.team_id) {
+      const old = state.token_id ? (await ctx.services.teams.listTokens(state.team_id)).find((t) => t.id === state!.token_id) : undefined;
+      if (old && !old.revoked_at) await ctx.services.teams.revokeToken(old.id);
+      const issued = await ctx.services.teams.createToken(state.team_id, DEMO_TOKEN);
+      printed = { secret: issued.secret, teamId: state.team_id, replaces: state.token_id ?? 'the unprinted demo token' };
+      state = { ...state, token_id: issued.token.id };
+    }
+
+    const worker = opts.worker ? startWorker(ctx, log) : undefined;
+    if (worker) cleanups.push(() => worker.stop());
+    const control = embedded ? await startControlServer(config.dataDir, controlHandlers(rt, baseUrl)) : undefined;
+    if (control && 'skipped' in control) log.warn({ reason: control.skipped }, 'no control socket: `checkstand token` commands cannot reach this process');
+    const socket = control && !('skipped' in control) ? (control as ControlServer) : undefined;
+    if (socket) cleanups.push(() => socket.close());
+
+    log.info({ url: baseUrl, database: ctx.store.kind, data_dir: embedded ? config.dataDir : undefined }, 'checkstand serving');
+    process.stdout.write(
+      banner({
+        baseUrl,
+        database: databaseLabel(rt),
+        sandboxUrl: sandbox?.url,
+        demo: Boolean(demo),
+        demoTeamId: state?.team_id,
+        token: printed,
+        controlSocket: socket?.path,
+        seed: printed && state ? state : undefined,
+      }) + '\n',
+    );
+    if (printed && state && embedded) writeDemoState(config.dataDir, { ...state, token_printed: true });
+
+    let closing = false;
+    const shutdown = async (signal: string) => {
+      if (closing) return;
+      closing = true;
+      log.info({ signal }, 'shutting down');
+      await ctx.services.mail.close();
+      await cleanup();
+      process.exit(0);
+    };
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+function controlHandlers(rt: Runtime, url: string) {
+  const { teams } = rt.ctx.services;
+  return {
+    info: () => ({ pid: process.pid, url, data_dir: rt.config.dataDir }),
+    createToken: async (teamId: string, name: string) => {
+      const { token, secret } = await teams.createToken(teamId, name);
+      rt.log.info({ token_id: token.id, team_id: teamId, name }, 'API token created through the control socket');
+      return { ...tokenView(token), token: secret };
+    },
+    listTokens: async (teamId: string | undefined) => (await teams.listTokens(teamId)).map(tokenView),
+    revokeToken: async (id: string) => {
+      const t = await teams.revokeToken(id);
+      rt.log.info({ token_id: id }, 'API token revoked through the control socket');
+      return tokenView(t);
+    },
+    rotateToken: async (id: string, graceSeconds: number) => {
+      const r = await teams.rotateToken(id, graceSeconds);
+      rt.log.info({ token_id: id, new_token_id: r.token.id }, 'API token rotated through the control socket');
+      return { ...tokenView(r.token), token: r.secret, replaced: tokenView(r.old) };
+    },
+  };
+}
