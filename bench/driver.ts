@@ -12,6 +12,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
+import { Checkstand } from '@checkstand/client';
 import {
   benchCardExp,
   bump,
@@ -69,25 +70,16 @@ interface Answer {
   ms: number;
 }
 
-const headers = { authorization: `Bearer ${input.token}`, accept: 'application/json' };
+// The typed client (packages/client) with nothing added: no retries, no Idempotency-Key unless
+// --idempotency-keys asks for one, so each measured call is exactly one request.
+const cs = new Checkstand({ baseUrl: input.baseUrl, token: input.token, maxRetries: 0, autoIdempotencyKeys: false });
 
-async function call(method: 'GET' | 'POST', path: string, body?: unknown, extra: Record<string, string> = {}): Promise<Answer> {
+/** Times one call; the body is always read (openapi-fetch parses it), so the socket goes back to the pool. */
+async function call(send: (signal: AbortSignal) => Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<Answer> {
   const started = performance.now();
   try {
-    const res = await fetch(input.baseUrl + path, {
-      method,
-      headers: body === undefined ? { ...headers, ...extra } : { ...headers, 'content-type': 'application/json', ...extra },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(input.requestTimeoutMs),
-    });
-    const text = await res.text(); // always read the body, so the socket goes back to the pool
-    let parsed: any;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = text;
-    }
-    return { status: res.status, body: parsed, ms: performance.now() - started };
+    const r = await send(AbortSignal.timeout(input.requestTimeoutMs));
+    return { status: r.response.status, body: r.data ?? r.error, ms: performance.now() - started };
   } catch (err) {
     const e = err as { name?: string; cause?: { code?: string } };
     return { status: `network:${e.cause?.code ?? e.name ?? 'error'}`, body: undefined, ms: performance.now() - started };
@@ -130,15 +122,16 @@ async function flow(user: number): Promise<void> {
   const idem = (step: string): Record<string, string> => (input.idempotencyKeys ? { 'idempotency-key': `bench-${input.runId}-${n}-${step}` } : {});
 
   // 1. Lead: a new customer every time.
-  const lead = await call(
-    'POST',
-    '/checkout/leads',
-    {
-      campaign_id: input.campaignId,
-      customer: { email: `bench-${input.runId}-${user}-${n}@example.com`, first_name: 'Bench', last_name: `User${n}` },
-      products: [{ offer_id: input.offerId, quantity: 1 }],
-    },
-    idem('lead'),
+  const lead = await call((signal) =>
+    cs.api.POST('/checkout/leads', {
+      body: {
+        campaign_id: input.campaignId,
+        customer: { email: `bench-${input.runId}-${user}-${n}@example.com`, first_name: 'Bench', last_name: `User${n}` },
+        products: [{ offer_id: input.offerId, quantity: 1 }],
+      },
+      headers: idem('lead'),
+      signal,
+    }),
   );
   const orderNumber: unknown = lead.body?.data?.order_number;
   const leadOk = record(
@@ -151,19 +144,23 @@ async function flow(user: number): Promise<void> {
   let ok = leadOk;
   if (ok) {
     // 2. Process Payment: the sandbox gateway approves 4111 1111 1111 1111 and vaults the card.
-    const pay = await call('POST', '/checkout/orders/payment', { order_number: orderNumber, payment: { method: 'card', ...CARD } }, idem('pay'));
+    const pay = await call((signal) =>
+      cs.api.POST('/checkout/orders/payment', { body: { order_number: orderNumber as string, payment: { method: 'card', ...CARD } }, headers: idem('pay'), signal }),
+    );
     const approved = pay.status === 200 && pay.body?.success === true && pay.body?.message === 'Payment approved.';
     ok = record('POST /checkout/orders/payment', measured, pay, approved ? '200 approved' : null);
   }
   if (ok) {
     // 3. One-click upsell on the saved card: a second sandbox charge.
-    const up = await call('POST', '/checkout/orders/upsell', { order_number: orderNumber, upsell_id: input.upsellId, quantity: 1 }, idem('upsell'));
+    const up = await call((signal) =>
+      cs.api.POST('/checkout/orders/upsell', { body: { order_number: orderNumber as string, upsell_id: input.upsellId, quantity: 1 }, headers: idem('upsell'), signal }),
+    );
     const added = up.status === 200 && up.body?.success === true && up.body?.data?.order_number === orderNumber;
     ok = record('POST /checkout/orders/upsell', measured, up, added ? '200 added' : null);
   }
   if (ok) {
     // 4. Complete Order: fulfillment, order.completed webhook and purchase e-mail queued.
-    const done = await call('POST', '/checkout/orders/complete', { order_number: orderNumber }, idem('complete'));
+    const done = await call((signal) => cs.api.POST('/checkout/orders/complete', { body: { order_number: orderNumber as string }, headers: idem('complete'), signal }));
     const completed = done.status === 200 && done.body?.success === true && done.body?.data?.status === 'completed';
     ok = record('POST /checkout/orders/complete', measured, done, completed ? '200 completed' : null);
   }

@@ -18,8 +18,13 @@ import { startSandbox } from '../src/sandbox/server.ts';
 import { CARD, email } from './support/fixtures.ts';
 import { type ApiResponse, startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
-const WAYS = 30;
-const RACE_TIMEOUT = 120_000;
+/**
+ * Orders fired at once per race: 12 exceed every limit below (5 coupon uses, 3 charges under a gateway
+ * cap) several times over, so the race is there on any machine; CI's PostgreSQL pass runs 30 (STRESS=1).
+ */
+const WAYS = process.env.STRESS === '1' ? 30 : 12;
+/** A loaded machine (two cores shared with other suites) is slow, not wrong: minutes, not seconds. */
+const RACE_TIMEOUT = process.env.STRESS === '1' ? 600_000 : 300_000;
 const SLOW_CARD = { ...CARD, card_number: SANDBOX_CARDS.slow };
 const APPROVE_CARD = { ...CARD, card_number: SANDBOX_CARDS.approve };
 const DECLINE_CARD = { ...CARD, card_number: SANDBOX_CARDS.doNotHonor };
@@ -96,7 +101,7 @@ function countBy(values: string[]): Record<string, number> {
   return counts;
 }
 
-/** How a burst was answered, e.g. { 200: 5, 422: 25 }. */
+/** How a burst was answered, e.g. { 200: 5, 422: 7 }. */
 const answers = (rs: ApiResponse[]) => countBy(rs.map((r) => String(r.status)));
 const tally = (rs: ApiResponse[]) => JSON.stringify(answers(rs));
 
@@ -147,7 +152,7 @@ describe('coupon max_redemptions', () => {
       // The counters first, softly, so a failure reports all of them.
       const charged = await sales(gw.key);
       const ours = await approvedTransactions(team);
-      expect.soft(answers(rs), 'answers').toEqual({ 200: 5, 422: 25 });
+      expect.soft(answers(rs), 'answers').toEqual({ 200: 5, 422: WAYS - 5 });
       expect.soft(countBy(charged.map((e) => `${e.status}:${e.amount_minor}`)), 'sales at the gateway').toEqual({ [`approved:${DISCOUNTED}`]: 5 });
       expect.soft(ours.length, 'approved sales in our records').toBe(5);
       expect.soft(await timesRedeemed(team, coupon.id), 'times_redeemed').toBe(5);

@@ -10,6 +10,10 @@ export interface Config {
   /** 32-byte key (hex or base64) for AES-256-GCM of provider secrets and keyed hashes. Embedded mode generates one in dataDir. */
   secretKey: string | undefined;
   logLevel: string;
+  /** LOG_FORMAT: `pretty` (pino-pretty, one readable line per entry) or `json`; unset: pretty on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'pretty' | undefined;
+  /** The embedded database's shared_buffers (PGlite; PostgreSQL's default, 128MB, is most of its memory). */
+  embeddedSharedBuffers: string;
   bodyLimitBytes: number;
   idempotencyTtlHours: number;
   publicBaseUrl: string | undefined;
@@ -39,6 +43,8 @@ export interface Config {
   trustProxy: TrustProxy;
   /** Request budgets per API token and per client address (README: Rate limits and load shedding). */
   rateLimits: RateLimitSettings;
+  /** COOKIE_SECURE=true: session cookies are always Secure (else only on requests that came over HTTPS, per TRUST_PROXY). */
+  cookieSecure: boolean;
   /** When to answer 503 at once instead of queueing. */
   overload: OverloadSettings;
 }
@@ -82,6 +88,19 @@ function boolFrom(value: string | undefined, fallback: boolean, name: string): b
   throw new Error(`${name} must be true or false, got "${value}"`);
 }
 
+function logFormatFrom(value: string | undefined): Config['logFormat'] {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'json' || value === 'pretty') return value;
+  throw new Error(`LOG_FORMAT must be json or pretty, got "${value}"`);
+}
+
+/** A PostgreSQL memory setting: a number with kB, MB or GB. */
+function memoryFrom(value: string | undefined, fallback: string, name: string): string {
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d+(kB|MB|GB)$/.test(value)) throw new Error(`${name} must be a size such as 16MB (kB, MB or GB), got "${value}"`);
+  return value;
+}
+
 /** Svix-like: immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h — about 28 hours in all. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
@@ -105,6 +124,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: intFrom(env.PORT, 3000, 'PORT'),
     secretKey: env.CHECKSTAND_SECRET_KEY || undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: logFormatFrom(env.LOG_FORMAT),
+    embeddedSharedBuffers: memoryFrom(env.CHECKSTAND_EMBEDDED_SHARED_BUFFERS, '16MB', 'CHECKSTAND_EMBEDDED_SHARED_BUFFERS'),
     bodyLimitBytes: intFrom(env.BODY_LIMIT_BYTES, 256 * 1024, 'BODY_LIMIT_BYTES'),
     idempotencyTtlHours: intFrom(env.IDEMPOTENCY_TTL_HOURS, 24, 'IDEMPOTENCY_TTL_HOURS'),
     publicBaseUrl: env.PUBLIC_BASE_URL || undefined,
@@ -122,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailRetryScheduleMs: msListFrom(env.MAIL_RETRY_SCHEDULE_MS, DEFAULT_MAIL_RETRY_SCHEDULE_MS, 'MAIL_RETRY_SCHEDULE_MS'),
     trustProxy: trustProxyFrom(env.TRUST_PROXY),
     rateLimits: rateLimitsFrom(env),
+    cookieSecure: boolFrom(env.COOKIE_SECURE, false, 'COOKIE_SECURE'),
     overload: overloadFrom(env),
   };
 }

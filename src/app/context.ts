@@ -1,6 +1,8 @@
 import type { Store } from '../db/database.ts';
+import { AffiliatesService } from '../modules/affiliates/service.ts';
 import { CatalogService } from '../modules/catalog/service.ts';
 import { IdempotencyService } from '../modules/idempotency/service.ts';
+import { LeadFollowUpService } from '../modules/leads/service.ts';
 import { OrdersService } from '../modules/orders/service.ts';
 import { ConnectionsService } from '../modules/connections/service.ts';
 import { ExtpayEventsService } from '../modules/inbound/extpay-events.ts';
@@ -24,6 +26,11 @@ import { threeDsProvider } from '../providers/threeds/provider.ts';
 import { extpayProvider } from '../providers/extpay/provider.ts';
 import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
+import { accountMailer } from '../modules/users/mailer.ts';
+import { UsersService } from '../modules/users/service.ts';
+import { ApiTokensService } from '../modules/teams/tokens.ts';
+import { AuditService } from '../modules/access/audit.ts';
+import { ProvidersService } from '../modules/access/providers.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Secrets } from './secrets.ts';
@@ -40,6 +47,11 @@ export interface AppContext {
   drainers: Drainer[];
   services: {
     teams: TeamsService;
+    /** Team members, browser sessions, invitations, password resets, two-factor. */
+    users: UsersService;
+    apiTokens: ApiTokensService;
+    providers: ProvidersService;
+    audit: AuditService;
     idempotency: IdempotencyService;
     catalog: CatalogService;
     orders: OrdersService;
@@ -54,10 +66,14 @@ export interface AppContext {
     events: EventsService;
     webhooks: WebhooksService;
     mail: MailService;
+    /** Abandoned-lead follow-up: the `lead.abandoned` event and mail, driven by the worker's schedule. */
+    leads: LeadFollowUpService;
     connections: ConnectionsService;
     extpayEvents: ExtpayEventsService;
     /** The payment use cases (pay, upsell, capture, finalize, reverse, reconcile, inbound effects, renewals). */
     checkout: UseCases;
+    /** Affiliates: attribution, throttling at the conversion, commissions, postbacks, pixels, reports. */
+    affiliates: AffiliatesService;
   };
 }
 
@@ -69,7 +85,9 @@ export function createContext(config: Config, store: Store, secrets: Secrets, cl
   const events = new EventsService(store);
   const webhooks = new WebhooksService(store, secrets, events, webhookOptionsFrom(config));
   events.registerSink(webhooks);
-  const mail = new MailService(store, catalog, createMailTransport(config), { from: config.mailFrom, retryDelaysMs: config.mailRetryScheduleMs });
+  const mailTransport = createMailTransport(config);
+  const mail = new MailService(store, catalog, mailTransport, { from: config.mailFrom, retryDelaysMs: config.mailRetryScheduleMs });
+  const users = new UsersService({ store, secrets, mailer: accountMailer(mailTransport, config.mailFrom), config });
   events.registerSink(mail);
   const connections = new ConnectionsService(store, secrets, extpayAdapter);
   const ledger = new LedgerService(store);
@@ -78,16 +96,22 @@ export function createContext(config: Config, store: Store, secrets: Secrets, cl
   const payments = new PaymentsService(store, gateways, ledger, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) }, extpayProvider(extpayAdapter), connections, extpayAdapter, fraud);
   const fulfillments = new FulfillmentsService(store);
   const subscriptions = new SubscriptionsService(store, connections, extpayAdapter, ledger, events, { teams, clock, settings: config.rebill });
-  const orders = new OrdersService(store, catalog, customers, ledger);
-  const checkout = createCheckout({ store, catalog, customers, orders, payments, ledger, inbound, fulfillments, subscriptions, events });
+  const affiliates = new AffiliatesService(store, { allowPrivateTargets: config.webhookAllowPrivateTargets, timeoutMs: config.webhookTimeoutMs, retryScheduleMs: config.webhookRetryScheduleMs }, () => events.nudge());
+  const orders = new OrdersService(store, catalog, customers, ledger, affiliates);
+  affiliates.attachOrders(orders);
+  const checkout = createCheckout({ store, catalog, customers, orders, payments, ledger, inbound, fulfillments, subscriptions, events, affiliates });
   return {
     config,
     store,
     secrets,
     clock,
-    drainers: [mail.drainer, webhooks.drainer],
+    drainers: [mail.drainer, webhooks.drainer, affiliates.postbacks.drainer],
     services: {
       teams,
+      users,
+      apiTokens: new ApiTokensService(store),
+      providers: new ProvidersService(store, (db, id) => teams.kindOf(db, id)),
+      audit: new AuditService(store),
       idempotency: new IdempotencyService(store, secrets, config.idempotencyTtlHours),
       catalog,
       orders,
@@ -103,8 +127,10 @@ export function createContext(config: Config, store: Store, secrets: Secrets, cl
       connections,
       extpayEvents: new ExtpayEventsService(store, checkout, payments, ledger, inbound),
       checkout,
+      affiliates,
       webhooks,
       mail,
+      leads: new LeadFollowUpService(store, { orders, catalog, events, mail, clock }),
     },
   };
 }

@@ -46,6 +46,13 @@ export const ID_PREFIX = {
   inboundWebhook: 'iwh',
   extpayConnection: 'xc',
   dispute: 'dp',
+  user: 'usr',
+  membership: 'mem',
+  session: 'ses',
+  invitation: 'inv',
+  passwordReset: 'pwr',
+  grant: 'grt',
+  audit: 'aud',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

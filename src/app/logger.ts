@@ -1,4 +1,5 @@
 import pino, { type LoggerOptions } from 'pino';
+import pretty from 'pino-pretty';
 import { luhnValid } from './luhn.ts';
 
 /** Card fields and credentials never reach a log line, wherever they are nested, as object keys or query parameters. */
@@ -124,6 +125,26 @@ export function loggerOptions(level: string): LoggerOptions {
       streamWrite: (line: string) => scrubPan(scrubSecrets(line)),
     },
   };
+}
+
+export type LogFormat = 'json' | 'pretty';
+
+/** Where log lines go and how they read: `fd` 1 (stdout) or 2 (stderr); `format` unset is pretty on a terminal, JSON otherwise. */
+export interface LogOutput {
+  fd?: 1 | 2;
+  format?: LogFormat | undefined;
+}
+
+/**
+ * A terminal gets one readable line per entry (pino-pretty, in this process: no worker thread);
+ * anything else (a pipe, a file, a log collector) gets pino's JSON lines. Redaction and the PAN
+ * scrub run before either (`streamWrite`), so the pretty lines are masked the same way.
+ */
+export function logDestination(out: LogOutput = {}): pino.DestinationStream {
+  const fd = out.fd ?? 1;
+  const tty = (fd === 1 ? process.stdout : process.stderr).isTTY === true;
+  if ((out.format ?? (tty ? 'pretty' : 'json')) === 'json') return pino.destination({ fd });
+  return pretty({ destination: fd, colorize: tty, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true, sync: true });
 }
 
 export function createLogger(level = process.env.LOG_LEVEL || 'info', destination?: pino.DestinationStream) {

@@ -1,10 +1,12 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, logDestination } from './logger.ts';
 import { Secrets } from './secrets.ts';
 import { sql } from 'kysely';
-import { openStore, type Store } from '../db/database.ts';
+import { DataDirLockedError, openStore, type Store } from '../db/database.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 
@@ -45,23 +47,115 @@ async function waitForDatabase(store: Store, log: Logger, waitMs: number): Promi
   }
 }
 
-/** Opens the database (locking the embedded data dir), applies migrations and assembles the services. */
-export async function openRuntime(opts: { migrate?: boolean; config?: Config; log?: Logger } = {}): Promise<Runtime> {
-  const config = opts.config ?? loadConfig();
-  const log = opts.log ?? createLogger(config.logLevel);
-  const secrets = config.secretKey ? Secrets.fromString(config.secretKey) : Secrets.loadOrCreate(config.dataDir);
-  if (!config.secretKey && config.databaseUrl) {
-    log.warn({ file: `${config.dataDir}/secret.key` }, 'CHECKSTAND_SECRET_KEY is not set: using a generated key from the data dir; set it in production');
+/**
+ * A start that cannot go on for a reason the operator fixes in the configuration: the CLI prints
+ * its message as one line (no stack trace) and exits non-zero. The message names the setting.
+ */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+/** DATABASE_URL as it may be printed: the password masked. */
+export function displayDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable)';
   }
-  const store = await openStore({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    poolMax: config.dbPoolMax,
-    connectTimeoutMs: config.dbConnectTimeoutMs,
-  });
+}
+
+/** A DATABASE_URL node-postgres can use: postgres:// or postgresql:// with a host. */
+export function checkDatabaseUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new StartupError('DATABASE_URL is not a URL: expected postgres://user:password@host:5432/database (or unset it to use the embedded database)');
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+    throw new StartupError(`DATABASE_URL must start with postgres:// or postgresql://, got ${u.protocol}// (or unset it to use the embedded database)`);
+  }
+  if (!u.hostname) throw new StartupError('DATABASE_URL names no host: expected postgres://user:password@host:5432/database');
+}
+
+/** Why the database could not be used at start, in one line naming DATABASE_URL (or the data dir). */
+export function databaseStartupError(err: unknown, config: Config): StartupError {
+  const e = err as { code?: string; message?: string; hostname?: string };
+  const where = config.databaseUrl ? `the database in DATABASE_URL (${displayDatabaseUrl(config.databaseUrl)})` : `the embedded database in ${config.dataDir} (CHECKSTAND_DATA_DIR)`;
+  const inner = (e.message ?? String(err)).split('\n')[0];
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_NONAME') {
+    return new StartupError(`DATABASE_URL names a host that does not resolve: "${e.hostname ?? (config.databaseUrl ? new URL(config.databaseUrl).hostname : '?')}" (${inner})`);
+  }
+  if (isDatabaseUnavailable(err)) {
+    return new StartupError(`${where} is not reachable: ${inner || e.code}; waited ${Math.round(config.dbStartupWaitMs / 1000)} s (DATABASE_STARTUP_WAIT_MS)`);
+  }
+  if (e.code === '28P01' || e.code === '28000') return new StartupError(`${where} refused the login: ${inner}`);
+  if (e.code === '3D000') return new StartupError(`${where}: ${inner}`);
+  return new StartupError(`${where} could not be opened: ${inner}`);
+}
+
+/**
+ * The master key. Embedded: CHECKSTAND_SECRET_KEY, else `<data dir>/secret.key` (generated on
+ * first start). PostgreSQL: CHECKSTAND_SECRET_KEY is required, so a `serve` on PostgreSQL writes
+ * nothing on the local disk; a `secret.key` an earlier version generated in the data dir is still
+ * read (with a warning) so its encrypted credentials stay readable, but none is ever created.
+ */
+function secretsFor(config: Config, log: Logger): Secrets {
+  if (config.secretKey) {
+    try {
+      return Secrets.fromString(config.secretKey);
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
+  }
+  if (!config.databaseUrl) return Secrets.loadOrCreate(config.dataDir);
+  const legacy = path.join(config.dataDir, 'secret.key');
+  if (fs.existsSync(legacy)) {
+    log.warn({ file: legacy }, 'CHECKSTAND_SECRET_KEY is not set: using the key an earlier start generated in the data dir; move it to CHECKSTAND_SECRET_KEY');
+    return Secrets.fromString(fs.readFileSync(legacy, 'utf8').trim());
+  }
+  throw new StartupError(
+    'CHECKSTAND_SECRET_KEY is required with DATABASE_URL (it encrypts provider credentials in the database): ' +
+      'generate one with `node -e "console.log(require(\'crypto\').randomBytes(32).toString(\'hex\'))"` and keep it with DATABASE_URL',
+  );
+}
+
+export interface RuntimeOptions {
+  migrate?: boolean;
+  config?: Config;
+  log?: Logger;
+  /** Where this process logs when `log` is not given: 1 (stdout, servers) or 2 (stderr: one-shot commands whose stdout is their answer). */
+  logFd?: 1 | 2;
+}
+
+/** Opens the database (locking the embedded data dir), applies migrations and assembles the services. */
+export async function openRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
+  const config = opts.config ?? loadConfig();
+  const log = opts.log ?? createLogger(config.logLevel, logDestination({ fd: opts.logFd ?? 1, format: config.logFormat }));
+  if (config.databaseUrl) checkDatabaseUrl(config.databaseUrl);
+  const secrets = secretsFor(config, log);
+  let store: Store;
+  try {
+    store = await openStore({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      poolMax: config.dbPoolMax,
+      connectTimeoutMs: config.dbConnectTimeoutMs,
+      sharedBuffers: config.embeddedSharedBuffers,
+    });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) throw err;
+    throw databaseStartupError(err, config);
+  }
   watchDatabase(store, log);
   try {
-    await waitForDatabase(store, log, config.dbStartupWaitMs);
+    try {
+      await waitForDatabase(store, log, config.dbStartupWaitMs);
+    } catch (err) {
+      throw databaseStartupError(err, config);
+    }
     if (opts.migrate !== false) {
       const applied = await migrateToLatest(store.rootHandle);
       if (applied.length > 0) log.info({ applied }, 'migrations applied');

@@ -6,6 +6,11 @@ import { randomToken } from './ids.ts';
 export interface DemoSeed {
   team_id: string;
   token: string;
+  /** The token's id (`tok_…`): what `token revoke` takes. */
+  token_id: string;
+  /** The demo team's Team Owner, to log in with (POST /v1/sessions): the password is shown once, stored only as a scrypt hash. */
+  owner_email: string;
+  owner_password: string;
   campaign_id: string;
   gateway_id: string | null;
   /** With `sandboxUrl`: a 3-D Secure gateway on the sandbox (`<sandbox url>/3ds`); the demo funnel offers it beside the card gateway. */
@@ -27,6 +32,20 @@ export interface SeedLog {
 const stderrLog: SeedLog = {
   warn: (obj, msg) => console.warn(`checkstand: ${msg} ${JSON.stringify(obj)}`),
 };
+
+/** The demo Team Owner: owner@demo.checkstand.local, or a numbered address when a demo already took it. */
+async function seedDemoOwner(ctx: AppContext, teamId: string): Promise<{ email: string; password: string }> {
+  const password = randomToken(20);
+  for (let n = 1; ; n++) {
+    const email = n === 1 ? 'owner@demo.checkstand.local' : `owner${n}@demo.checkstand.local`;
+    try {
+      await ctx.services.users.createUser({ teamId, email, password, name: 'Demo Owner' });
+      return { email, password };
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'email_taken' || n >= 100) throw err;
+    }
+  }
+}
 
 /**
  * Tells the sandbox's 3-D Secure gateway where to send this gateway's signed webhooks: POST
@@ -129,7 +148,8 @@ export async function configureExtpaySandboxCompany(ctx: AppContext, teamId: str
 export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandboxUrl?: string | undefined; log?: SeedLog } = {}): Promise<DemoSeed> {
   const { teams, catalog, gateways, connections } = ctx.services;
   const team = await teams.createTeam(opts.teamName ?? 'Demo Store');
-  const { secret } = await teams.createToken(team.id, 'demo');
+  const { token, secret } = await teams.createToken(team.id, 'demo');
+  const owner = await seedDemoOwner(ctx, team.id);
   const gateway = opts.sandboxUrl
     ? await gateways.createGateway(team.id, {
         name: 'Sandbox card gateway (NMI-compatible)',
@@ -205,6 +225,9 @@ export async function seedDemo(ctx: AppContext, opts: { teamName?: string; sandb
   return {
     team_id: team.id,
     token: secret,
+    owner_email: owner.email,
+    owner_password: owner.password,
+    token_id: token.id,
     campaign_id: campaign.id,
     gateway_id: gateway?.id ?? null,
     threeds_gateway_id: threeds?.id ?? null,

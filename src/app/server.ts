@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
+import csrf from '@fastify/csrf-protection';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
-  jsonSchemaTransformObject,
   serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
@@ -13,6 +14,7 @@ import {
 import type { Logger } from 'pino';
 import { isDatabaseUnavailable } from '../db/faults.ts';
 import { pendingMigrations } from '../db/migrate.ts';
+import { registerAffiliateRoutes } from '../modules/affiliates/routes.ts';
 import { registerCatalogRoutes } from '../modules/catalog/routes.ts';
 import { registerOrderRoutes } from '../modules/orders/routes.ts';
 import { registerConnectionRoutes } from '../modules/connections/routes.ts';
@@ -26,7 +28,12 @@ import { registerPaymentRoutes } from '../modules/ledger/routes.ts';
 import { registerGatewayWebhookRoutes } from '../modules/inbound/routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
 import { registerTeamRoutes } from '../modules/teams/routes.ts';
+import { CSRF_COOKIE, needsCsrf } from '../modules/users/cookies.ts';
+import { registerUserRoutes } from '../modules/users/routes.ts';
+import { registerAccessRoutes } from '../modules/access/routes.ts';
 import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
+import { declarePermission, requirePermission } from './access.ts';
+import { auditHook } from './audit-hook.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
@@ -36,6 +43,7 @@ import { MAX_KEY_LENGTH } from '../modules/idempotency/service.ts';
 import { registerLimits } from './limits/index.ts';
 import { registerMetrics } from './metrics.ts';
 import { API_DESCRIPTION } from './openapi.ts';
+import { Health, openapiTransformObject, Readiness } from './openapi-responses.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** A restart or failover usually takes a few seconds. */
@@ -93,6 +101,9 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
       return sendError(reply, new ApiError('validation_failed', `The request is invalid: ${summary}`, { fields }));
     }
     switch (err.code) {
+      case 'FST_CSRF_MISSING_SECRET':
+      case 'FST_CSRF_INVALID_TOKEN':
+        return sendError(reply, new ApiError('csrf_failed'));
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return sendError(reply, new ApiError('body_too_large'));
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -117,6 +128,9 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
 
   app.setNotFoundHandler((req, reply) => sendError(reply, new ApiError('route_not_found', `No such endpoint: ${req.method} ${req.url.split('?')[0]}`)));
 
+  // Before swagger collects the routes: each API route's permission is declared, checked and documented.
+  app.addHook('onRoute', declarePermission);
+
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -130,10 +144,13 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         { name: 'payments-config', description: 'Gateways, payment orchestrators, BIN blacklist, fraud velocity rules, test cards' },
         { name: 'webhooks', description: 'Events, webhook endpoints and their deliveries, autoresponder mail' },
         { name: 'operations', description: 'Health, readiness, metrics' },
+        { name: 'members', description: 'Team members, browser sessions, invitations, password resets, two-factor' },
       ],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: openapiTransformObject({
+      servers: [{ url: ctx.config.publicBaseUrl ?? '/', description: ctx.config.publicBaseUrl ? 'This Checkstand (PUBLIC_BASE_URL)' : 'The Checkstand that serves this document' }],
+    }),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -141,27 +158,46 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
   const metrics = registerMetrics(app, ctx.store);
   await registerLimits(app, ctx, metrics);
 
-  app.get('/healthz', { schema: { tags: ['operations'], security: [] } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { tags: ['operations'], security: [] } }, async (_req, reply) => {
+  // Probes hit these every few seconds: no request log lines below warn.
+  app.get('/healthz', { logLevel: 'warn', schema: { tags: ['operations'], summary: 'Liveness: the process answers', security: [], response: { 200: Health } } }, async () => ({ status: 'ok' as const }));
+  app.get('/readyz', { logLevel: 'warn', schema: { tags: ['operations'], summary: 'Readiness: the database answers and every migration is applied', security: [], response: { 200: Readiness, 503: Readiness } } }, async (_req, reply) => {
     try {
       const pending = await ctx.store.run((db) => pendingMigrations(db));
       if (pending.length > 0) return reply.code(503).send({ status: 'migrations_pending', pending });
-      return { status: 'ready', database: ctx.store.kind };
+      return { status: 'ready' as const, database: ctx.store.kind };
     } catch {
       return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_S)).send({ status: 'database_unreachable' });
     }
   });
 
+  // A browser pointed at the server lands somewhere useful: the demo funnel when `start` serves one, else the API docs.
+  app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect(app.hasRoute({ method: 'GET', url: '/demo' }) ? '/demo' : '/docs'));
+
   await registerGatewayWebhookRoutes(app as unknown as FastifyInstance, ctx);
+
+  // Browser sessions: the session cookie, and CSRF tokens bound to the session (checked in the API hook below).
+  await app.register(cookie);
+  await app.register(csrf, {
+    cookieKey: CSRF_COOKIE,
+    cookieOpts: { path: '/', sameSite: 'lax', httpOnly: true },
+    csrfOpts: { hmacKey: ctx.secrets.keyedHash('csrf', 'session-binding') },
+    getUserInfo: (req: FastifyRequest) => req.team?.sessionId ?? '',
+    getToken: (req: FastifyRequest) => req.headers['x-csrf-token'] as string | undefined,
+  });
 
   // Everything under /checkout and /v1 needs a bearer token and takes Idempotency-Key on POST.
   await app.register(async (api: Http) => {
     refuseUndeclaredBodies(api as unknown as FastifyInstance);
-    api.addHook('onRequest', async (req: FastifyRequest) => {
+    api.addHook('onRequest', async (req: FastifyRequest, reply) => {
+      if (req.routeOptions.config.permission === 'public') return;
       const header = req.headers.authorization;
       const secret = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
-      req.team = await ctx.services.teams.authenticate(secret);
+      const { teams, users } = ctx.services;
+      req.team = secret === undefined && users.hasSession(req) ? await users.authenticateSession(req, reply) : await teams.authenticate(secret);
+      requirePermission(req, req.team);
     });
+    // A session's unsafe requests carry its CSRF token (x-csrf-token); bearer tokens are exempt.
+    api.addHook('onRequest', (req, reply, done) => (needsCsrf(req) ? api.csrfProtection(req, reply, done) : done()));
 
     api.addHook('preHandler', async (req, reply) => {
       if (req.method !== 'POST') return;
@@ -173,7 +209,8 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
           fields: [{ path: 'headers.idempotency-key', message: `must be 1 to ${MAX_KEY_LENGTH} characters` }],
         });
       }
-      const teamId = req.team!.teamId;
+      if (!req.team) return; // public routes (login) take no Idempotency-Key
+      const teamId = req.team.teamId;
       const route = req.routeOptions.url ?? req.url;
       const outcome = await ctx.services.idempotency.begin(teamId, key, req.method, route, req.body);
       if (outcome.kind === 'replay') {
@@ -182,6 +219,8 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
       }
       req.idempotency = { teamId, key, replayed: false, claimedAt: outcome.claimedAt };
     });
+
+    api.addHook('onSend', auditHook(ctx.services.audit));
 
     api.addHook('onSend', async (req, reply, payload) => {
       const idem = req.idempotency;
@@ -197,12 +236,15 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerFulfillmentRoutes(api, ctx);
     registerSubscriptionRoutes(api, ctx);
     registerTeamRoutes(api, ctx);
+    registerUserRoutes(api, ctx);
+    registerAccessRoutes(api, ctx);
     registerEventRoutes(api, ctx);
     registerConnectionRoutes(api, ctx);
     registerGatewayRoutes(api, ctx);
     registerFraudRoutes(api, ctx);
     registerWebhookRoutes(api, ctx);
     registerMailRoutes(api, ctx);
+    registerAffiliateRoutes(api, ctx);
   });
 
   return app as unknown as Http;

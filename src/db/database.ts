@@ -98,6 +98,47 @@ export interface OpenOptions {
   pglite?: PGlite;
   /** Gives up connecting after this long (a failover that drops packets instead of refusing). */
   connectTimeoutMs?: number;
+  /** The embedded database's shared_buffers (e.g. `16MB`); PostgreSQL's default, 128MB, is most of PGlite's memory. */
+  sharedBuffers?: string;
+}
+
+const LOCK_STALE_MS = 15_000;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One process per embedded data directory. The holder's pid is written beside the lock: when a
+ * holder was killed (SIGKILL, power loss) its lock is left behind until it goes stale, so a restart
+ * waits for that (at most ~15 s) instead of refusing; a live holder is refused at once.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  const lockfilePath = path.join(dataDir, '.lock');
+  const pidFile = path.join(dataDir, '.lock.pid');
+  const options = { lockfilePath, stale: LOCK_STALE_MS, update: 5_000 };
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(dataDir, options);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
+    const holder = Number.parseInt(fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : '', 10);
+    if (!Number.isInteger(holder) || holder === process.pid || isAlive(holder)) throw new DataDirLockedError(dataDir);
+    process.stderr.write(`checkstand: the previous process on ${dataDir} (pid ${holder}) stopped without releasing it; waiting for its lock to expire…\n`);
+    try {
+      release = await lockfile.lock(dataDir, { ...options, retries: { retries: 40, minTimeout: 500, maxTimeout: 500, factor: 1 } });
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException).code === 'ELOCKED') throw new DataDirLockedError(dataDir);
+      throw again;
+    }
+  }
+  fs.writeFileSync(pidFile, String(process.pid));
+  return release;
 }
 
 export async function openStore(opts: OpenOptions): Promise<Store> {
@@ -126,17 +167,9 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   let pglite = opts.pglite;
   if (!pglite) {
     fs.mkdirSync(opts.dataDir, { recursive: true });
-    try {
-      release = await lockfile.lock(opts.dataDir, {
-        lockfilePath: path.join(opts.dataDir, '.lock'),
-        stale: 15_000,
-        update: 5_000,
-      });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ELOCKED') throw new DataDirLockedError(opts.dataDir);
-      throw err;
-    }
-    pglite = new PGlite(path.join(opts.dataDir, 'pg'));
+    release = await lockDataDir(opts.dataDir);
+    const memory = opts.sharedBuffers ? ['-c', `shared_buffers=${opts.sharedBuffers}`] : [];
+    pglite = new PGlite(path.join(opts.dataDir, 'pg'), { startParams: [...PGlite.defaultStartParams, ...memory] });
   }
   const owned = !opts.pglite;
   const instance = pglite;

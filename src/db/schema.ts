@@ -21,6 +21,7 @@ export interface TeamsTable {
   name: string;
   created_at: Timestamp;
   time_zone: Defaulted<string>;
+  kind: Defaulted<'merchant' | 'provider'>;
 }
 
 export interface ApiTokensTable {
@@ -33,6 +34,106 @@ export interface ApiTokensTable {
   last_used_at: Date | null;
   expires_at: Date | null;
   revoked_at: Date | null;
+  seq: Generated<number>;
+  role: string | null;
+  permissions: string[] | null;
+  affiliate_ids: Defaulted<string[]>;
+  created_by: string | null;
+  replaced_by: string | null;
+}
+
+export interface UsersTable {
+  seq: Generated<number>;
+  id: string;
+  email: string;
+  name: Defaulted<string>;
+  password_hash: string;
+  totp_secret_enc: string | null;
+  totp_enabled_at: Date | null;
+  /** The time step of the last accepted TOTP code (codes are single-use). */
+  totp_last_step: number | null;
+  failed_logins: Defaulted<number>;
+  locked_until: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface MembershipsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  user_id: string;
+  role: string;
+  affiliate_ids: Defaulted<string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  team_id: string;
+  ip_address: string | null;
+  user_agent: string | null;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface InvitationsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  email: string;
+  role: string;
+  affiliate_ids: Defaulted<string[]>;
+  token_hash: string;
+  invited_by: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  accepted_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface PasswordResetsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+export interface ProviderGrantsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  provider_id: string;
+  kind: string;
+  permissions: Defaulted<string[]>;
+  affiliate_ids: Defaulted<string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  revoked_at: Date | null;
+}
+
+export interface AuditLogTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  actor_kind: string;
+  actor_id: string;
+  actor_label: string;
+  provider_id: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  data: ColumnType<Record<string, unknown>, string | undefined, string>;
+  ip_address: string | null;
+  request_id: string | null;
+  created_at: Timestamp;
 }
 
 export interface CampaignsTable {
@@ -46,6 +147,13 @@ export interface CampaignsTable {
   is_active: Defaulted<boolean>;
   purchase_email_subject: ColumnType<string | null, string | null | undefined, string | null>;
   purchase_email_body: ColumnType<string | null, string | null | undefined, string | null>;
+  abandonment_enabled: Defaulted<boolean>;
+  abandonment_enabled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  abandonment_delay_minutes: Defaulted<number>;
+  abandonment_checkout_url: ColumnType<string | null, string | null | undefined, string | null>;
+  abandonment_mail_enabled: Defaulted<boolean>;
+  abandonment_email_subject: ColumnType<string | null, string | null | undefined, string | null>;
+  abandonment_email_body: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -457,7 +565,7 @@ export interface MailMessagesTable {
   subject: string;
   text_body: string;
   html_body: string | null;
-  status: 'pending' | 'sent' | 'failed';
+  status: 'pending' | 'sent' | 'failed' | 'cancelled';
   attempt_count: Defaulted<number>;
   next_attempt_at: Date | null;
   locked_until: Date | null;
@@ -467,6 +575,21 @@ export interface MailMessagesTable {
   sent_at: Date | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** One follow-up of an abandoned lead (abandoned-lead module): the primary key keeps it to one per lead. */
+export interface LeadFollowupsTable {
+  seq: Generated<number>;
+  order_id: string;
+  team_id: string;
+  campaign_id: string;
+  event_id: string;
+  idle_since: Date;
+  delay_minutes: number;
+  mail_enabled: boolean;
+  checkout_url: string | null;
+  abandoned_at: Date;
+  created_at: Timestamp;
 }
 
 export interface CouponRedemptionsTable {
@@ -518,11 +641,20 @@ export interface ExtpayConnectionsTable {
   deleted_at: Date | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** Pinned Whop `Api-Version-Date` (migration 0015); null: the adapter's default. */
+  api_version_date: Generated<string | null>;
 }
 
 export interface DB {
   teams: TeamsTable;
   api_tokens: ApiTokensTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  sessions: SessionsTable;
+  invitations: InvitationsTable;
+  password_resets: PasswordResetsTable;
+  provider_grants: ProviderGrantsTable;
+  audit_log: AuditLogTable;
   campaigns: CampaignsTable;
   products: ProductsTable;
   offers: OffersTable;
@@ -550,6 +682,7 @@ export interface DB {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   mail_messages: MailMessagesTable;
+  lead_followups: LeadFollowupsTable;
   coupon_redemptions: CouponRedemptionsTable;
   inbound_webhooks: InboundWebhooksTable;
   extpay_connections: ExtpayConnectionsTable;
@@ -607,4 +740,162 @@ export interface RateLimitsTable {
   key: string;
   count: number;
   expires_at: Date;
+}
+
+/** Affiliates (migration 0013): merged into DB here, appended. */
+export interface DB {
+  affiliate_settings: AffiliateSettingsTable;
+  affiliates: AffiliatesTable;
+  affiliate_throttle_counters: AffiliateThrottleCountersTable;
+  affiliate_conversions: AffiliateConversionsTable;
+  affiliate_activity: AffiliateActivityTable;
+  affiliate_commissions: AffiliateCommissionsTable;
+  affiliate_postbacks: AffiliatePostbacksTable;
+  affiliate_postback_attempts: AffiliatePostbackAttemptsTable;
+}
+
+/** The affiliate block stored on an order (orders.affiliate_*). */
+export interface OrdersTable {
+  affiliate_id: ColumnType<string | null, string | null | undefined, string | null>;
+  affiliate_click_id: ColumnType<string | null, string | null | undefined, string | null>;
+  affiliate_sub1: ColumnType<string | null, string | null | undefined, string | null>;
+  affiliate_sub2: ColumnType<string | null, string | null | undefined, string | null>;
+  affiliate_sub3: ColumnType<string | null, string | null | undefined, string | null>;
+  affiliate_sub4: ColumnType<string | null, string | null | undefined, string | null>;
+  affiliate_sub5: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+type Nullable<T> = ColumnType<T | null, T | null | undefined, T | null>;
+
+interface SubIds {
+  sub1: Nullable<string>;
+  sub2: Nullable<string>;
+  sub3: Nullable<string>;
+  sub4: Nullable<string>;
+  sub5: Nullable<string>;
+}
+
+export interface AffiliateSettingsTable {
+  team_id: string;
+  attribution: Defaulted<'first_touch' | 'last_touch'>;
+  commission_hold_days: Defaulted<number>;
+  updated_at: Timestamp;
+}
+
+export interface AffiliatesTable {
+  seq: Generated<number>;
+  team_id: string;
+  id: string;
+  name: string;
+  status: Defaulted<'active' | 'paused'>;
+  throttle_rate_bp: Nullable<number>;
+  campaign_throttle_bp: ColumnType<Record<string, number>, string | undefined, string>;
+  automatic_throttling: Defaulted<boolean>;
+  commission_type: Defaulted<'none' | 'fixed' | 'percent'>;
+  commission_amount: Nullable<number>;
+  commission_percent_bp: Nullable<number>;
+  commission_on_upsells: Defaulted<boolean>;
+  commission_on_rebills: Defaulted<boolean>;
+  commission_hold_days: Nullable<number>;
+  postback_url: Nullable<string>;
+  postback_events: ColumnType<string[], string | undefined, string>;
+  pixel_html: Nullable<string>;
+  deleted_at: Nullable<Date>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AffiliateThrottleCountersTable {
+  team_id: string;
+  affiliate_id: string;
+  scope: string;
+  conversions: Defaulted<number>;
+  throttled: Defaulted<number>;
+}
+
+export interface AffiliateConversionsTable extends SubIds {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  affiliate_id: string;
+  order_id: string;
+  campaign_id: string;
+  transaction_id: Nullable<string>;
+  scope: string;
+  conversions_before: number;
+  throttled_before: number;
+  rate_bp: Nullable<number>;
+  automatic: boolean;
+  requested: boolean;
+  throttled: boolean;
+  reason: 'requested' | 'automatic' | 'none';
+  amount: number;
+  currency: string;
+  click_id: Nullable<string>;
+  created_at: Timestamp;
+}
+
+export type AffiliateActivityKind = 'upsell' | 'rebill' | 'refund' | 'void' | 'chargeback';
+
+export interface AffiliateActivityTable extends SubIds {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  affiliate_id: string;
+  order_id: string;
+  kind: AffiliateActivityKind;
+  transaction_id: string;
+  amount: number;
+  currency: string;
+  throttled: boolean;
+  created_at: Timestamp;
+}
+
+export interface AffiliateCommissionsTable extends SubIds {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  affiliate_id: string;
+  order_id: string;
+  kind: 'conversion' | 'upsell' | 'rebill';
+  transaction_id: string;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'payable' | 'reversed';
+  payable_at: Timestamp;
+  reversed_at: Nullable<Date>;
+  reversal_reason: Nullable<string>;
+  created_at: Timestamp;
+}
+
+export interface AffiliatePostbacksTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  affiliate_id: string;
+  order_id: string;
+  event: 'conversion' | 'upsell' | 'rebill' | 'refund';
+  source_id: string;
+  url: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempt_count: Defaulted<number>;
+  next_attempt_at: Nullable<Date>;
+  locked_until: Nullable<Date>;
+  last_status_code: Nullable<number>;
+  last_error: Nullable<string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AffiliatePostbackAttemptsTable {
+  seq: Generated<number>;
+  id: string;
+  team_id: string;
+  postback_id: string;
+  attempt: number;
+  status_code: Nullable<number>;
+  duration_ms: number;
+  response_body: Nullable<string>;
+  error: Nullable<string>;
+  created_at: Timestamp;
 }

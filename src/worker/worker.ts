@@ -47,6 +47,15 @@ export const SCHEDULES: Schedule[] = [
     },
   },
   {
+    // Abandoned leads: unpaid past their campaign's delay, claimed one by one in batches (one
+    // follow-up per lead whatever workers race); a follow-up more than a week late is not sent.
+    name: 'follow-up-abandoned-leads',
+    everyMs: 60_000,
+    async run(ctx, log) {
+      return { ...(await ctx.services.leads.runDue(log)) };
+    },
+  },
+  {
     name: 'purge-expired-idempotency-keys',
     everyMs: 15 * 60_000,
     async run(ctx) {

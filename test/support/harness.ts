@@ -9,6 +9,8 @@ import { type AppContext, createContext } from '../../src/app/context.ts';
 import { randomToken } from '../../src/app/ids.ts';
 import { createLogger } from '../../src/app/logger.ts';
 import { Secrets } from '../../src/app/secrets.ts';
+import { CONTRACT_CHECK_ENV } from '../../src/app/contract-check.ts';
+import type { Http } from '../../src/app/http.ts';
 import { buildServer } from '../../src/app/server.ts';
 import { openStore, type Store } from '../../src/db/database.ts';
 import { withDatabase } from './global-setup.ts';
@@ -59,6 +61,49 @@ export class ApiClient {
   }
 }
 
+/**
+ * A browser: keeps the cookies the server sets (the session, the CSRF secret) and sends the
+ * session's CSRF token as x-csrf-token on unsafe methods (unless `csrf: false`).
+ */
+export class SessionClient extends ApiClient {
+  readonly cookies = new Map<string, string>();
+  csrfToken: string | undefined;
+  /** The Set-Cookie lines of the last answer that had any. */
+  lastSetCookie: string[] = [];
+
+  constructor(baseUrl: string, readonly opts: { csrf?: boolean } = {}) {
+    super(baseUrl, undefined);
+  }
+
+  override async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+    const h: Record<string, string> = { ...headers };
+    if (this.cookies.size > 0) h.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    if (this.opts.csrf !== false && this.csrfToken && !['GET', 'HEAD'].includes(method)) h['x-csrf-token'] ??= this.csrfToken;
+    const res = await super.request<T>(method, path, body, h);
+    const set = res.headers.getSetCookie();
+    if (set.length > 0) this.lastSetCookie = set;
+    for (const line of set) {
+      const [pair] = line.split(';');
+      const i = pair!.indexOf('=');
+      const name = pair!.slice(0, i).trim();
+      const value = pair!.slice(i + 1).trim();
+      if (value === '' || /max-age=0\b/i.test(line) || /expires=Thu, 01 Jan 1970/i.test(line)) this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    const token = (res.body as { data?: { csrf_token?: unknown } } | undefined)?.data?.csrf_token;
+    if (typeof token === 'string') this.csrfToken = token;
+    return res;
+  }
+}
+
+/** Logs in over HTTP (POST /v1/sessions): a SessionClient holding the session cookie and its CSRF token. */
+export async function login(url: string, credentials: { email: string; password: string; totp_code?: string; team_id?: string }): Promise<SessionClient & { login: ApiResponse }> {
+  const client = new SessionClient(url);
+  const res = await client.post('/v1/sessions', credentials);
+  if (res.status !== 201) throw new Error(`login as ${credentials.email} failed: ${res.status} ${res.text}`);
+  return Object.assign(client, { login: res });
+}
+
 export interface TestTeam {
   teamId: string;
   token: string;
@@ -73,6 +118,8 @@ export interface TestApp {
   logs: string[];
   newTeam(name?: string): Promise<TestTeam>;
   anonymous: ApiClient;
+  /** The Fastify instance (test/contract.test.ts reads and spoils its OpenAPI document). */
+  server: Http;
   close(): Promise<void>;
 }
 
@@ -118,6 +165,13 @@ const UNREACHED_LIMITS = {
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
 };
 
+/**
+ * The contract check (src/app/contract-check.ts): every answer of a server the suite boots is held to
+ * the OpenAPI document, for its route and status; a mismatch is a 500 and a logged violation.
+ * A test that must see the server without it sets CHECKSTAND_CONTRACT_CHECK=0 before startTestApp.
+ */
+process.env[CONTRACT_CHECK_ENV] ??= '1';
+
 /** Boots the real server on a fresh copy of the migrated database, listening on a loopback port. */
 export async function startTestApp(env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<TestApp> {
   const { store, drop } = await openTestStore();
@@ -132,6 +186,11 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
     },
   });
   const app = await buildServer(ctx, createLogger(process.env.TEST_LOG_LEVEL || 'info', sink));
+  // The contract check reads the OpenAPI document: built once here (seconds on a busy machine), not in a test's first request.
+  if (process.env[CONTRACT_CHECK_ENV] === '1') {
+    await app.ready();
+    app.swagger();
+  }
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -141,6 +200,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
     store,
     logs,
     anonymous: new ApiClient(url, undefined),
+    server: app,
     async newTeam(name = 'Team') {
       const team = await ctx.services.teams.createTeam(name);
       const { secret } = await ctx.services.teams.createToken(team.id, 'test');

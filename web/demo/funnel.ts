@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { Checkstand, type ProcessPaymentInput } from '@checkstand/client';
 import { z } from 'zod';
 import type { AppContext } from '../../src/app/context.ts';
 import { errorBody } from '../../src/app/envelope.ts';
@@ -306,21 +307,15 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
     return `http://${host}:${addr.port}`;
   };
 
-  async function callApi(method: 'GET' | 'POST', pathname: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiAnswer> {
-    const res = await fetch(baseUrl() + pathname, {
-      method,
-      headers: { authorization: `Bearer ${opts.token}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: unknown = null;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      parsed = { success: false, message: `The API answered ${res.status} with a body that is not JSON.`, data: null };
-    }
-    return { status: res.status, body: parsed };
+  // The typed client (packages/client), made once the address is known; its answer passed on as is.
+  let client: Checkstand | undefined;
+  const cs = () => (client ??= new Checkstand({ baseUrl: baseUrl(), token: opts.token }));
+  function answer(r: { data?: unknown; error?: unknown; response: Response }): ApiAnswer {
+    return { status: r.response.status, body: r.data ?? r.error ?? null };
   }
+  const getCampaign = async (id: string) => answer(await cs().api.GET('/v1/campaigns/{id}', { params: { path: { id } } }));
+  const getOffer = async (id: string) => answer(await cs().api.GET('/v1/offers/{id}', { params: { path: { id } } }));
+  const getOrder = async (order_number: string) => answer(await cs().api.GET('/v1/orders/{order_number}', { params: { path: { order_number } } }));
 
   const hidden = { schema: { hide: true } };
   const HTML = 'text/html; charset=utf-8';
@@ -339,17 +334,17 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
   // ---- the funnel's backend: each route is one call to the public API, its answer passed on
 
   app.get('/demo/api/config', { schema: { hide: true } }, async (_req, reply) => {
-    const campaign = await callApi('GET', `/v1/campaigns/${opts.campaignId}`);
+    const campaign = await getCampaign(opts.campaignId);
     if (campaign.status !== 200) return reply.code(campaign.status).send(campaign.body);
-    const offers = await Promise.all(opts.offers.map((id) => callApi('GET', `/v1/offers/${id}`)));
+    const offers = await Promise.all(opts.offers.map((id) => getOffer(id)));
     const failed = offers.find((o) => o.status !== 200);
     if (failed) return reply.code(failed.status).send(failed.body);
     let upsell: Record<string, unknown> | null = null;
     const upsellId = opts.upsells[0];
     if (upsellId) {
-      const u = await callApi('GET', `/v1/upsells/${upsellId}`);
+      const u = answer(await cs().api.GET('/v1/upsells/{id}', { params: { path: { id: upsellId } } }));
       if (u.status !== 200) return reply.code(u.status).send(u.body);
-      const offer = await callApi('GET', `/v1/offers/${u.body.data.offer_id}`);
+      const offer = await getOffer(u.body.data.offer_id);
       if (offer.status !== 200) return reply.code(offer.status).send(offer.body);
       upsell = { id: upsellId, name: u.body.data.name, offer: offer.body.data };
     }
@@ -372,18 +367,22 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
 
   app.post('/demo/api/lead', { schema: { hide: true, body: Lead } }, async (req, reply) => {
     const { email, first_name, last_name } = req.body;
-    const r = await callApi('POST', '/checkout/leads', {
-      campaign_id: opts.campaignId,
-      customer: { email, ...(first_name ? { first_name } : {}), ...(last_name ? { last_name } : {}) },
-      products: opts.offers.map((offer_id) => ({ offer_id, quantity: 1 })),
-    });
+    const r = answer(
+      await cs().api.POST('/checkout/leads', {
+        body: {
+          campaign_id: opts.campaignId,
+          customer: { email, ...(first_name ? { first_name } : {}), ...(last_name ? { last_name } : {}) },
+          products: opts.offers.map((offer_id) => ({ offer_id, quantity: 1 })),
+        },
+      }),
+    );
     return reply.code(r.status).send(r.body);
   });
 
   app.post('/demo/api/pay', { schema: { hide: true, body: Pay } }, async (req, reply) => {
     const { order_number, attempt_id, method, risk_session_id, card_number, card_exp, card_cvv, billing } = req.body;
     const card = { card_number: card_number.replace(/[\s-]/g, ''), card_exp, card_cvv };
-    let body: Record<string, unknown> = { order_number, ...(billing ? { billing } : {}), payment: card };
+    let body: ProcessPaymentInput = { order_number, ...(billing ? { billing } : {}), payment: card };
     if (method === 'threeds') {
       if (!opts.threeDsGatewayId) return reply.code(422).send(errorBody('validation_failed', 'This demo funnel has no 3-D Secure gateway.'));
       // Where the gateway's hosted page sends the browser back: this funnel, at the address the
@@ -404,7 +403,7 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
       };
     }
     // One key per checkout attempt: a double-clicked Pay button replays the first answer.
-    const r = await callApi('POST', '/checkout/orders/payment', body, { 'idempotency-key': `demo-pay-${attempt_id}` });
+    const r = answer(await cs().api.POST('/checkout/orders/payment', { body, headers: { 'idempotency-key': `demo-pay-${attempt_id}` } }));
     return reply.code(r.status).send(r.body);
   });
 
@@ -416,28 +415,28 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
     if (!opts.extpay) return reply.code(422).send(errorBody('validation_failed', 'This demo funnel has no extpay connection.'));
     const { attempt_id, email, first_name, last_name, billing } = req.body;
     if (!currency) {
-      const campaign = await callApi('GET', `/v1/campaigns/${opts.campaignId}`);
+      const campaign = await getCampaign(opts.campaignId);
       if (campaign.status !== 200) return reply.code(campaign.status).send(campaign.body);
       currency = campaign.body.data.currency as string;
     }
-    const r = await callApi(
-      'POST',
-      '/checkout/orders',
-      {
-        campaign_id: opts.campaignId,
-        currency,
-        customer: { email, ...(first_name ? { first_name } : {}), ...(last_name ? { last_name } : {}) },
-        products: opts.offers.map((offer_id) => ({ offer_id, quantity: 1 })),
-        ...(billing ? { billing } : {}),
-        payment: {
-          method: 'extpay',
-          // The provider's hosted page sends the browser back here with payment_id (the order
-          // number is not known yet: the page adds it to the embed's return URL and keeps it).
-          return_url: `${req.protocol}://${req.host}/demo/return?method=extpay`,
-          external_payment_id: opts.extpay.connectionId,
+    const r = answer(
+      await cs().api.POST('/checkout/orders', {
+        body: {
+          campaign_id: opts.campaignId,
+          currency,
+          customer: { email, ...(first_name ? { first_name } : {}), ...(last_name ? { last_name } : {}) },
+          products: opts.offers.map((offer_id) => ({ offer_id, quantity: 1 })),
+          ...(billing ? { billing } : {}),
+          payment: {
+            method: 'extpay',
+            // The provider's hosted page sends the browser back here with payment_id (the order
+            // number is not known yet: the page adds it to the embed's return URL and keeps it).
+            return_url: `${req.protocol}://${req.host}/demo/return?method=extpay`,
+            external_payment_id: opts.extpay.connectionId,
+          },
         },
-      },
-      { 'idempotency-key': `demo-order-${attempt_id}` },
+        headers: { 'idempotency-key': `demo-order-${attempt_id}` },
+      }),
     );
     return reply.code(r.status).send(r.body);
   });
@@ -447,30 +446,30 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
   // 202 pending_external_confirmation (not a decline: advance), 422 capture failed, 404.
   app.post('/demo/api/capture', { schema: { hide: true, body: CaptureRef } }, async (req, reply) => {
     const { order_number, payment_id } = req.body;
-    const r = await callApi('POST', '/checkout/orders/capture', { order_number, ...(payment_id ? { payment_id } : {}) });
+    const r = answer(await cs().api.POST('/checkout/orders/capture', { body: { order_number, ...(payment_id ? { payment_id } : {}) } }));
     return reply.code(r.status).send(r.body);
   });
 
   app.post('/demo/api/upsell', { schema: { hide: true, body: OrderRef } }, async (req, reply) => {
     const upsell_id = opts.upsells[0];
     if (!upsell_id) return reply.code(404).send(errorBody('not_found', 'This demo funnel has no upsell.'));
-    const r = await callApi('POST', '/checkout/orders/upsell', { order_number: req.body.order_number, upsell_id, quantity: 1 });
+    const r = answer(await cs().api.POST('/checkout/orders/upsell', { body: { order_number: req.body.order_number, upsell_id, quantity: 1 } }));
     return reply.code(r.status).send(r.body);
   });
 
   // The thank-you page shows the order as the API has it now (an extpay upsell or payment may have
   // been confirmed since); only what that page shows.
   app.get('/demo/api/orders/:order_number', { schema: { hide: true, params: OrderParam } }, async (req, reply) => {
-    const r = await callApi('GET', `/v1/orders/${req.params.order_number}`);
+    const r = await getOrder(req.params.order_number);
     if (r.status !== 200) return reply.code(r.status).send(r.body);
     return { success: true, message: 'OK', data: orderSummary(r.body.data) };
   });
 
   app.post('/demo/api/complete', { schema: { hide: true, body: OrderRef } }, async (req, reply) => {
-    const r = await callApi('POST', '/checkout/orders/complete', { order_number: req.body.order_number });
+    const r = answer(await cs().api.POST('/checkout/orders/complete', { body: { order_number: req.body.order_number } }));
     if (r.status === 404 && r.body?.error?.code === 'route_not_found') {
       // An API without Complete Order: show the order as it stands.
-      const order = await callApi('GET', `/v1/orders/${req.body.order_number}`);
+      const order = await getOrder(req.body.order_number);
       return reply.code(200).send({ success: true, message: 'This API has no Complete Order endpoint yet; the order is paid but not completed.', data: order.body?.data ?? null });
     }
     return reply.code(r.status).send(r.body);

@@ -2,8 +2,10 @@ import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
-export async function findCampaign(db: Executor, teamId: string, id: string): Promise<Row<'campaigns'> | undefined> {
-  return db.selectFrom('campaigns').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+export async function findCampaign(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'campaigns'> | undefined> {
+  let q = db.selectFrom('campaigns').selectAll().where('team_id', '=', teamId).where('id', '=', id);
+  if (opts.forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
 }
 
 export async function findOffers(db: Executor, teamId: string, ids: readonly string[]): Promise<Row<'offers'>[]> {
@@ -48,6 +50,11 @@ export async function updateCampaign(db: Executor, teamId: string, id: string, p
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst();
+}
+
+/** The abandoned-lead follow-up was switched on now (database time, as the leads' own `updated_at`). */
+export async function stampAbandonmentEnabled(db: Executor, teamId: string, id: string): Promise<Row<'campaigns'> | undefined> {
+  return db.updateTable('campaigns').set({ abandonment_enabled_at: sql`now()` }).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
 /** The campaign's purchase-confirmation template; null for both resets it to the default. */

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../app/context.ts';
-import { Envelope, ListEnvelope, ok } from '../../app/envelope.ts';
+import { Envelope, listed, ListEnvelope, ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
 import { ListQuery } from '../../app/schemas.ts';
 import {
@@ -21,13 +21,8 @@ import {
   UpdateUpsell,
   Upsell,
 } from './schemas.ts';
-import type { ListPage } from './service.ts';
 
 const tags = ['catalog'];
-
-function listed<T>(page: ListPage<T>) {
-  return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
-}
 
 const CampaignEnvelope = Envelope(Campaign);
 const ProductEnvelope = Envelope(Product);
@@ -42,22 +37,22 @@ export function registerCatalogRoutes(app: Http, ctx: AppContext): void {
 
   app.post(
     '/v1/campaigns',
-    { schema: { tags, summary: 'Create a campaign', body: CreateCampaign, response: { 201: CampaignEnvelope } } },
+    { config: { permission: 'catalog:manage', audit: 'campaign.created' }, schema: { tags, summary: 'Create a campaign', body: CreateCampaign, response: { 201: CampaignEnvelope } } },
     async (req, reply) => reply.code(201).send(ok(await catalog.createCampaign(teamOf(req), req.body))),
   );
   app.get(
     '/v1/campaigns',
-    { schema: { tags, summary: 'List campaigns, newest first', querystring: ListQuery, response: { 200: ListEnvelope(Campaign) } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'List campaigns, newest first', querystring: ListQuery, response: { 200: ListEnvelope(Campaign) } } },
     async (req) => listed(await catalog.listCampaigns(teamOf(req), req.query)),
   );
   app.get(
     '/v1/campaigns/:id',
-    { schema: { tags, summary: 'Retrieve a campaign', params: IdParams, response: { 200: CampaignEnvelope } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'Retrieve a campaign', params: IdParams, response: { 200: CampaignEnvelope } } },
     async (req) => ok(await catalog.getCampaign(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/campaigns/:id',
-    { schema: { tags, summary: 'Update a campaign', description: 'The currency is fixed once created.', params: IdParams, body: UpdateCampaign, response: { 200: CampaignEnvelope } } },
+    { config: { permission: 'catalog:manage', audit: 'campaign.updated' }, schema: { tags, summary: 'Update a campaign', description: 'The currency is fixed once created.', params: IdParams, body: UpdateCampaign, response: { 200: CampaignEnvelope } } },
     async (req) => ok(await catalog.updateCampaign(teamOf(req), req.params.id, req.body)),
   );
 
@@ -65,22 +60,22 @@ export function registerCatalogRoutes(app: Http, ctx: AppContext): void {
 
   app.post(
     '/v1/products',
-    { schema: { tags, summary: 'Create a product', description: 'A `sku` already used in the team answers 409.', body: CreateProduct, response: { 201: ProductEnvelope } } },
+    { config: { permission: 'catalog:manage', audit: 'product.created' }, schema: { tags, summary: 'Create a product', description: 'A `sku` already used in the team answers 409.', body: CreateProduct, response: { 201: ProductEnvelope } } },
     async (req, reply) => reply.code(201).send(ok(await catalog.createProduct(teamOf(req), req.body))),
   );
   app.get(
     '/v1/products',
-    { schema: { tags, summary: 'List products, newest first', querystring: ListQuery, response: { 200: ListEnvelope(Product) } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'List products, newest first', querystring: ListQuery, response: { 200: ListEnvelope(Product) } } },
     async (req) => listed(await catalog.listProducts(teamOf(req), req.query)),
   );
   app.get(
     '/v1/products/:id',
-    { schema: { tags, summary: 'Retrieve a product', params: IdParams, response: { 200: ProductEnvelope } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'Retrieve a product', params: IdParams, response: { 200: ProductEnvelope } } },
     async (req) => ok(await catalog.getProduct(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/products/:id',
-    { schema: { tags, summary: 'Update a product', params: IdParams, body: UpdateProduct, response: { 200: ProductEnvelope } } },
+    { config: { permission: 'catalog:manage', audit: 'product.updated' }, schema: { tags, summary: 'Update a product', params: IdParams, body: UpdateProduct, response: { 200: ProductEnvelope } } },
     async (req) => ok(await catalog.updateProduct(teamOf(req), req.params.id, req.body)),
   );
 
@@ -89,6 +84,7 @@ export function registerCatalogRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/offers',
     {
+      config: { permission: 'catalog:manage', audit: 'offer.created' },
       schema: {
         tags,
         summary: 'Create an offer',
@@ -103,17 +99,17 @@ export function registerCatalogRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/offers',
-    { schema: { tags, summary: 'List offers, newest first', querystring: ByCampaignListQuery, response: { 200: ListEnvelope(Offer) } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'List offers, newest first', querystring: ByCampaignListQuery, response: { 200: ListEnvelope(Offer) } } },
     async (req) => listed(await catalog.listOffers(teamOf(req), req.query)),
   );
   app.get(
     '/v1/offers/:id',
-    { schema: { tags, summary: 'Retrieve an offer', params: IdParams, response: { 200: OfferEnvelope } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'Retrieve an offer', params: IdParams, response: { 200: OfferEnvelope } } },
     async (req) => ok(await catalog.getOffer(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/offers/:id',
-    { schema: { tags, summary: 'Update an offer', params: IdParams, body: UpdateOffer, response: { 200: OfferEnvelope } } },
+    { config: { permission: 'catalog:manage', audit: 'offer.updated' }, schema: { tags, summary: 'Update an offer', params: IdParams, body: UpdateOffer, response: { 200: OfferEnvelope } } },
     async (req) => ok(await catalog.updateOffer(teamOf(req), req.params.id, req.body)),
   );
 
@@ -121,22 +117,22 @@ export function registerCatalogRoutes(app: Http, ctx: AppContext): void {
 
   app.post(
     '/v1/upsells',
-    { schema: { tags, summary: 'Create an upsell', description: 'The offer must belong to the same campaign.', body: CreateUpsell, response: { 201: UpsellEnvelope } } },
+    { config: { permission: 'catalog:manage', audit: 'upsell.created' }, schema: { tags, summary: 'Create an upsell', description: 'The offer must belong to the same campaign.', body: CreateUpsell, response: { 201: UpsellEnvelope } } },
     async (req, reply) => reply.code(201).send(ok(await catalog.createUpsell(teamOf(req), req.body))),
   );
   app.get(
     '/v1/upsells',
-    { schema: { tags, summary: 'List upsells, newest first', querystring: ByCampaignListQuery, response: { 200: ListEnvelope(Upsell) } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'List upsells, newest first', querystring: ByCampaignListQuery, response: { 200: ListEnvelope(Upsell) } } },
     async (req) => listed(await catalog.listUpsells(teamOf(req), req.query)),
   );
   app.get(
     '/v1/upsells/:id',
-    { schema: { tags, summary: 'Retrieve an upsell', params: IdParams, response: { 200: UpsellEnvelope } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'Retrieve an upsell', params: IdParams, response: { 200: UpsellEnvelope } } },
     async (req) => ok(await catalog.getUpsell(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/upsells/:id',
-    { schema: { tags, summary: 'Update an upsell', params: IdParams, body: UpdateUpsell, response: { 200: UpsellEnvelope } } },
+    { config: { permission: 'catalog:manage', audit: 'upsell.updated' }, schema: { tags, summary: 'Update an upsell', params: IdParams, body: UpdateUpsell, response: { 200: UpsellEnvelope } } },
     async (req) => ok(await catalog.updateUpsell(teamOf(req), req.params.id, req.body)),
   );
 
@@ -145,6 +141,7 @@ export function registerCatalogRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/coupons',
     {
+      config: { permission: 'coupons:manage', audit: 'coupon.created' },
       schema: {
         tags,
         summary: 'Create a coupon',
@@ -159,17 +156,18 @@ export function registerCatalogRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/coupons',
-    { schema: { tags, summary: 'List coupons, newest first', querystring: ByCampaignListQuery, response: { 200: ListEnvelope(Coupon) } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'List coupons, newest first', querystring: ByCampaignListQuery, response: { 200: ListEnvelope(Coupon) } } },
     async (req) => listed(await catalog.listCoupons(teamOf(req), req.query)),
   );
   app.get(
     '/v1/coupons/:id',
-    { schema: { tags, summary: 'Retrieve a coupon', params: IdParams, response: { 200: CouponEnvelope } } },
+    { config: { permission: 'catalog:view' }, schema: { tags, summary: 'Retrieve a coupon', params: IdParams, response: { 200: CouponEnvelope } } },
     async (req) => ok(await catalog.getCoupon(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/coupons/:id',
     {
+      config: { permission: 'coupons:manage', audit: 'coupon.updated' },
       schema: {
         tags,
         summary: 'Update a coupon',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ID_PREFIX } from '../../app/ids.ts';
 import { Currency, Id, ListQuery, Money, Timestamp } from '../../app/schemas.ts';
+import { CHECKOUT_URL_PLACEHOLDERS, checkoutUrlProblem } from '../leads/checkout-link.ts';
 
 const Name = z.string().trim().min(1).max(200);
 /**
@@ -20,12 +21,65 @@ export const ByCampaignListQuery = ListQuery.extend({
 
 // ---- campaigns
 
+export const DEFAULT_ABANDONMENT_DELAY_MINUTES = 60;
+
+const CheckoutUrlTemplate = z
+  .string()
+  .trim()
+  .min(1)
+  .max(2000)
+  .superRefine((t, ctx) => {
+    const problem = checkoutUrlProblem(t);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .describe(
+    `The merchant's checkout the abandonment mail links back to, with placeholders (URL-encoded) after the host: ${Object.entries(CHECKOUT_URL_PLACEHOLDERS)
+      .map(([n, d]) => `\`{${n}}\` ${d}`)
+      .join('; ')}. E.g. \`https://shop.example/checkout?order={order_number}&email={email}\``,
+  );
+
+/**
+ * Abandoned-lead follow-up. Every field is optional: on create the defaults apply, on update the
+ * fields sent replace the campaign's and the rest stay.
+ */
+const AbandonmentInput = z
+  .object({
+    enabled: z.boolean().optional().describe('Follow up leads of this campaign that stay unpaid (a `lead.abandoned` event); default false'),
+    delay_minutes: z
+      .number({ error: 'must be a whole number of minutes' })
+      .int('must be a whole number of minutes')
+      .min(1, 'must be at least 1')
+      .max(43_200, 'must be at most 43200 (30 days)')
+      .optional()
+      .describe(`Minutes a lead stays unpaid after its last change before it counts as abandoned; default ${DEFAULT_ABANDONMENT_DELAY_MINUTES}`),
+    checkout_url: CheckoutUrlTemplate.nullable().optional(),
+    mail: z
+      .object({
+        enabled: z.boolean().optional().describe('Also e-mail the customer (requires `checkout_url`); default false'),
+        subject: z.string().trim().min(1).max(200).nullable().optional().describe('Template (`{{variable}}`s as in the purchase e-mail, plus `{{checkout_url}}`); null: the default'),
+        body: z.string().min(1).max(20_000).nullable().optional().describe('Template, plain text; null: the default'),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type AbandonmentInput = z.infer<typeof AbandonmentInput>;
+
+export const Abandonment = z.object({
+  enabled: z.boolean(),
+  delay_minutes: z.number().int(),
+  checkout_url: z.string().nullable(),
+  mail: z.object({ enabled: z.boolean(), subject: z.string().nullable(), body: z.string().nullable() }),
+});
+export type Abandonment = z.infer<typeof Abandonment>;
+
 export const CreateCampaign = z
   .object({
     name: Name,
     currency: Currency.describe('ISO 4217 code every price of this campaign is in; fixed once created'),
     gateway_id: ProviderRef.optional().describe('A gateway of the team (`gw_…`)'),
     payment_orchestrator_id: ProviderRef.optional().describe('A payment orchestrator of the team (`po_…`); wins over `gateway_id`'),
+    abandonment: AbandonmentInput.optional(),
   })
   .strict()
   .meta({ id: 'CreateCampaign' });
@@ -37,6 +91,7 @@ export const UpdateCampaign = z
     gateway_id: ProviderRef.optional().describe('A gateway of the team (`gw_…`); null clears it'),
     payment_orchestrator_id: ProviderRef.optional().describe('A payment orchestrator of the team (`po_…`); null clears it'),
     is_active: z.boolean().optional(),
+    abandonment: AbandonmentInput.optional(),
   })
   .strict()
   .meta({ id: 'UpdateCampaign' });
@@ -51,6 +106,7 @@ export const Campaign = z
     gateway_id: z.string().nullable(),
     payment_orchestrator_id: z.string().nullable(),
     is_active: z.boolean(),
+    abandonment: Abandonment,
     created_at: Timestamp,
     updated_at: Timestamp,
   })

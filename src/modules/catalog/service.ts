@@ -5,6 +5,7 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { type ListableTable, listPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import { assertOwnedRouting, type RoutingReferences } from '../gateways/service.ts';
+import { abandonmentColumns, abandonmentView } from '../leads/settings.ts';
 import { OwnedReferences } from './references.ts';
 import * as repo from './repo.ts';
 import type {
@@ -44,6 +45,7 @@ export function campaignView(r: Row<'campaigns'>): Campaign {
     gateway_id: r.gateway_id,
     payment_orchestrator_id: r.payment_orchestrator_id,
     is_active: r.is_active,
+    abandonment: abandonmentView(r),
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
   };
@@ -185,14 +187,17 @@ export class CatalogService {
   async createCampaign(teamId: string, input: CreateCampaign): Promise<Campaign> {
     const row = await this.store.transaction(async (trx) => {
       await this.requireRouting(trx, teamId, input);
-      return repo.insertCampaign(trx, {
+      const abandonment = abandonmentColumns(null, input.abandonment ?? {});
+      const inserted = await repo.insertCampaign(trx, {
         id: newId('campaign'),
         team_id: teamId,
         name: input.name,
         currency: input.currency,
         gateway_id: input.gateway_id ?? null,
         payment_orchestrator_id: input.payment_orchestrator_id ?? null,
+        ...abandonment.patch,
       });
+      return abandonment.switchedOn ? (await repo.stampAbandonmentEnabled(trx, teamId, inserted.id))! : inserted;
     });
     return campaignView(row);
   }
@@ -208,9 +213,13 @@ export class CatalogService {
     if (!fields) return this.getCampaign(teamId, id);
     const row = await this.store.transaction(async (trx) => {
       // An unknown campaign is a 404 before its references are judged.
-      if (!(await repo.findCampaign(trx, teamId, id))) throw notFound('Campaign');
+      const current = await repo.findCampaign(trx, teamId, id, { forUpdate: true });
+      if (!current) throw notFound('Campaign');
       await this.requireRouting(trx, teamId, fields);
-      return repo.updateCampaign(trx, teamId, id, fields);
+      const { abandonment: input, ...columns } = fields;
+      const abandonment = input ? abandonmentColumns(current, input) : null;
+      const updated = await repo.updateCampaign(trx, teamId, id, { ...columns, ...abandonment?.patch });
+      return abandonment?.switchedOn ? repo.stampAbandonmentEnabled(trx, teamId, id) : updated;
     });
     if (!row) throw notFound('Campaign');
     return campaignView(row);

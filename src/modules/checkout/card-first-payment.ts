@@ -2,7 +2,9 @@ import { ApiError, invalid } from '../../app/errors.ts';
 import type { Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome } from '../../providers/provider.ts';
+import type { AffiliatesService } from '../affiliates/service.ts';
 import type { CatalogService } from '../catalog/service.ts';
+import { convertAffiliateOrder } from './affiliate-conversion.ts';
 import type { EventsService } from '../events/service.ts';
 import type { FirstChargeRequest } from '../payments/attempts.ts';
 import { FIRST_PAYMENT, type FirstStep } from '../payments/first-payment.ts';
@@ -62,6 +64,7 @@ export interface FirstPaymentDeps {
   recordEvents(trx: Tx, teamId: string, orderId: string, events: OrderEvent[]): Promise<void>;
   orders: OrdersService;
   ledger: LedgerService;
+  affiliates: AffiliatesService;
 }
 
 /**
@@ -140,7 +143,7 @@ export class CardFirstPayment {
       await this.d.recordEvents(trx, current.team_id, current.id, [{ type: 'payment.unknown', data: { transactions: done.transactions.map((t) => t.id) } }]);
       return paymentResult(done.outcome, orderView(current, customer, lines), done.transactions);
     }
-    const updated = await this.d.orders.move(
+    let updated = await this.d.orders.move(
       trx,
       current,
       next,
@@ -148,6 +151,10 @@ export class CardFirstPayment {
       { ...(done.paymentMethod ? { payment_method_id: done.paymentMethod.id } : {}), ...(done.isTest ? { is_test: true } : {}) },
     );
     if (done.outcome.kind === 'declined' && current.coupon_id) await this.d.catalog.releaseCoupon(trx, current.team_id, current.coupon_id, current.id);
+    if (done.outcome.kind === 'approved') {
+      const charge = done.transactions.at(-1);
+      updated = await convertAffiliateOrder(this.d, trx, updated, { transactionId: charge?.id ?? null, amount: charge?.amount ?? updated.total });
+    }
     // The payment claim kept the lines and the customer as they were: answer from the rows in hand.
     const view = orderView(updated, customer, lines);
     if (done.outcome.kind === 'declined') await this.d.events.emit(trx, current.team_id, 'order.declined', { orderId: current.id, object: view });

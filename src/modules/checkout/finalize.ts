@@ -7,6 +7,7 @@ import { membershipState } from '../../providers/extpay/status.ts';
 import { type FirstPaymentOutcome } from '../payments/service.ts';
 import { type OrderView } from '../orders/views.ts';
 import { UseCase } from './use-case.ts';
+import { convertAffiliateOrder } from './affiliate-conversion.ts';
 
 
 /**
@@ -52,6 +53,7 @@ export class FinalizeUseCase extends UseCase {
         { payment_method_id: settled.paymentMethod?.id ?? null },
       );
       const t = settled.transaction;
+      const converted = await convertAffiliateOrder({ affiliates: this.affiliates, orders: this.orders }, trx, paid, { transactionId: t.id, amount: t.amount });
       const external: ExternalBilling | undefined =
         t.connection_id && outcome.approved && outcome.external
           ? {
@@ -61,7 +63,7 @@ export class FinalizeUseCase extends UseCase {
               nextBillingAt: membership?.renewalPeriodEnd ? new Date(membership.renewalPeriodEnd) : null,
             }
           : undefined;
-      const done = await this.finalizeCompletion(trx, teamId, paid, external);
+      const done = await this.finalizeCompletion(trx, teamId, converted, external);
       return { already: false, view: done.order };
     });
     if (!r.already) this.events.nudge();

@@ -23,6 +23,7 @@ export class PayUseCase extends UseCase {
       const drafts = await this.orders.priceLines(trx, teamId, campaign.id, body.products);
       const route = await this.payments.preflight(trx, teamId, body.payment, { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign });
       const coupon = body.coupon_code ? await this.orders.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
+      const attributed = await this.orders.attribution(trx, teamId, null, body.affiliate);
       const customer = await this.customers.upsertByEmail(trx, teamId, { ...body.customer, phone: body.phone });
       const orderId = newId('order');
       const order = await this.orders.rows.insertOrder(trx, {
@@ -38,6 +39,7 @@ export class PayUseCase extends UseCase {
         ip_address: body.customer.ip_address ?? null,
         is_throttle: body.is_throttle === true,
         coupon_id: coupon?.id ?? null,
+        ...attributed,
         ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
       });
       const lines = await this.orders.rows.insertLines(

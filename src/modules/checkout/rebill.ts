@@ -245,6 +245,15 @@ export class RebillUseCase extends UseCase {
       shipping_address: parent.shipping_address ? JSON.stringify(parent.shipping_address) : null,
       billing_address: parent.billing_address ? JSON.stringify(parent.billing_address) : null,
       is_test: parent.is_test,
+      // A renewal keeps the first order's attribution and throttling: its commission and postback follow them.
+      is_throttle: parent.is_throttle,
+      affiliate_id: parent.affiliate_id,
+      affiliate_click_id: parent.affiliate_click_id,
+      affiliate_sub1: parent.affiliate_sub1,
+      affiliate_sub2: parent.affiliate_sub2,
+      affiliate_sub3: parent.affiliate_sub3,
+      affiliate_sub4: parent.affiliate_sub4,
+      affiliate_sub5: parent.affiliate_sub5,
       payment_method_id: sub.payment_method_id,
       subscription_id: sub.id,
       rebill_of: parent.id,
@@ -273,6 +282,7 @@ export class RebillUseCase extends UseCase {
     if (outcome.kind === 'approved') {
       const paid = await this.orders.move(trx, order, { status: 'processing', payment_status: 'completed' }, { type: 'payment.captured', data: { transaction: txn?.id ?? null, cycle } });
       const done = await this.orders.move(trx, paid, { status: 'completed' }, null, { completed_at: now });
+      if (txn) await this.affiliates.recordActivity(trx, done, 'rebill', { transactionId: txn.id, amount: txn.amount });
       const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
       const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
       await this.orders.recordEvents(trx, teamId, order.id, [{ type: 'order.completed', data: { fulfillment_id: fulfillment?.id ?? null, subscriptions: [] } }]);

@@ -51,6 +51,7 @@ export class ReverseUseCase extends UseCase {
         const fully = refundedTotal >= order.total;
         const target: OrderStatus | undefined = fully ? (kind === 'void' ? 'cancelled' : 'refunded') : undefined;
         updated = await this.orders.move(trx, order, target ? { status: target } : {}, null, { refunded_total: refundedTotal });
+        await this.affiliates.recordActivity(trx, updated, kind, { transactionId: done.id, amount: done.amount, chargeId: sale.id });
       }
       await this.orders.recordEvents(trx, teamId, order.id, [
         { type: approved ? `${kind}.created` : `${kind}.failed`, data: { transaction: done.id, charge: sale.id, amount: done.amount, reason: reason ?? null } },

@@ -16,7 +16,7 @@ export type { CheckoutDeps, UseCases } from './use-case.ts';
 /** The payment use cases, assembled once: routes, webhooks, the worker and the CLI call them here. */
 export function createCheckout(d: CheckoutDeps): UseCases {
   const uc = {} as UseCases;
-  uc.card = new CardFirstPayment({ store: d.store, payments: d.payments, catalog: d.catalog, events: d.events, orders: d.orders, ledger: d.ledger, recordEvents: (trx, teamId, orderId, evs) => d.orders.recordEvents(trx, teamId, orderId, evs) });
+  uc.card = new CardFirstPayment({ store: d.store, payments: d.payments, catalog: d.catalog, events: d.events, orders: d.orders, ledger: d.ledger, affiliates: d.affiliates, recordEvents: (trx, teamId, orderId, evs) => d.orders.recordEvents(trx, teamId, orderId, evs) });
   uc.pay = new PayUseCase(d, uc);
   uc.upsell = new UpsellUseCase(d, uc);
   uc.capture = new CaptureUseCase(d, uc);

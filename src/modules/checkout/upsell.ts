@@ -264,6 +264,7 @@ export class UpsellUseCase extends UseCase {
         }
       }
       await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+      await this.affiliates.recordActivity(trx, updated, 'upsell', { transactionId: txn.id, amount: txn.amount });
     } else {
       await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
     }

@@ -1,4 +1,5 @@
 import type { Store } from '../../db/database.ts';
+import type { AffiliatesService } from '../affiliates/service.ts';
 import type { CatalogService } from '../catalog/service.ts';
 import type { CustomersService } from '../customers/service.ts';
 import type { EventsService } from '../events/service.ts';
@@ -32,6 +33,7 @@ export interface CheckoutDeps {
   fulfillments: FulfillmentsService;
   subscriptions: SubscriptionsService;
   events: EventsService;
+  affiliates: AffiliatesService;
 }
 
 /** The use cases, one file each; they reach each other through this registry. */
@@ -60,6 +62,7 @@ export abstract class UseCase {
   protected readonly fulfillments: FulfillmentsService;
   protected readonly subscriptions: SubscriptionsService;
   protected readonly events: EventsService;
+  protected readonly affiliates: AffiliatesService;
 
   constructor(
     d: CheckoutDeps,
@@ -75,5 +78,6 @@ export abstract class UseCase {
     this.fulfillments = d.fulfillments;
     this.subscriptions = d.subscriptions;
     this.events = d.events;
+    this.affiliates = d.affiliates;
   }
 }

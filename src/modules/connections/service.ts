@@ -5,7 +5,7 @@ import type { Secrets } from '../../app/secrets.ts';
 import type { Executor, Store } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
-import { type ExtpayConnection, type ExtpayProviderAdapter, WHOP_API_BASE_URLS } from '../../providers/extpay/types.ts';
+import { EXTPAY_API_VERSION_DATE, EXTPAY_CHECKOUT_PERMISSIONS, type ExtpayConnection, type ExtpayProviderAdapter, WHOP_API_BASE_URLS } from '../../providers/extpay/types.ts';
 import * as repo from './repo.ts';
 
 export interface CreateConnectionInput {
@@ -15,6 +15,7 @@ export interface CreateConnectionInput {
   environment: 'sandbox' | 'production';
   webhook_secret?: string | undefined;
   base_url?: string | undefined;
+  api_version_date?: string | undefined;
 }
 
 export interface UpdateConnectionInput {
@@ -22,6 +23,8 @@ export interface UpdateConnectionInput {
   api_key?: string | undefined;
   webhook_secret?: string | null | undefined;
   base_url?: string | undefined;
+  /** null: back to the adapter's default version. */
+  api_version_date?: string | null | undefined;
 }
 
 /** The three outcomes of spec 2.7, as the API names them. */
@@ -29,7 +32,7 @@ export type ConnectionTestResult = 'connected' | 'cannot_create_checkouts' | 'fa
 
 const TEST_MESSAGES: Record<ConnectionTestResult, string> = {
   connected: 'Connected: the key authenticates and can create checkouts.',
-  cannot_create_checkouts: 'Connected, but the key cannot create checkouts: give it the checkout_configuration, plan and access_pass permissions.',
+  cannot_create_checkouts: `Connected, but the key cannot create checkouts: give it the permissions ${EXTPAY_CHECKOUT_PERMISSIONS.join(', ')}.`,
   failed_to_authenticate: "Failed to authenticate: check the API key, the company ID, and that both belong to this connection's environment.",
 };
 
@@ -61,6 +64,7 @@ export class ConnectionsService {
       base_url: r.base_url,
       api_key_hint: hint(apiKey),
       webhook_secret_configured: r.webhook_secret !== null,
+      api_version_date: r.api_version_date ?? EXTPAY_API_VERSION_DATE,
       status: r.is_active ? ('active' as const) : ('inactive' as const),
       capabilities: { refunds: true, voids: true, upsells: true },
       created_at: iso(r.created_at),
@@ -76,6 +80,7 @@ export class ConnectionsService {
       companyId: r.company_id,
       environment: r.environment,
       webhookSecret: r.webhook_secret ? this.secrets.decrypt(r.webhook_secret) : null,
+      apiVersionDate: r.api_version_date ?? null,
     };
   }
 
@@ -90,6 +95,7 @@ export class ConnectionsService {
         base_url: input.base_url ?? WHOP_API_BASE_URLS[input.environment],
         api_key: this.secrets.encrypt(input.api_key),
         webhook_secret: input.webhook_secret ? this.secrets.encrypt(input.webhook_secret) : null,
+        ...(input.api_version_date ? { api_version_date: input.api_version_date } : {}),
       }),
     );
     return this.view(row);
@@ -106,6 +112,7 @@ export class ConnectionsService {
     if (input.name !== undefined) patch.name = input.name;
     if (input.base_url !== undefined) patch.base_url = input.base_url;
     if (input.api_key !== undefined) patch.api_key = this.secrets.encrypt(input.api_key);
+    if (input.api_version_date !== undefined) patch.api_version_date = input.api_version_date;
     if (input.webhook_secret !== undefined) patch.webhook_secret = input.webhook_secret === null ? null : this.secrets.encrypt(input.webhook_secret);
     const row = await this.store.run((db) => repo.updateConnection(db, teamId, id, patch));
     if (!row) throw notFound('Connection');
@@ -131,13 +138,25 @@ export class ConnectionsService {
     );
   }
 
-  /** Asks the provider; one of exactly three outcomes (a provider that cannot be reached is a 502). */
-  async test(teamId: string, id: string): Promise<{ result: ConnectionTestResult; message: string }> {
+  /**
+   * Asks the provider; one of exactly three outcomes as `status` (`result` is its older name), with the
+   * checkout permissions the key lacks named when the provider said which. Unreachable: a 502.
+   */
+  async test(teamId: string, id: string): Promise<{ status: ConnectionTestResult; result: ConnectionTestResult; message: string; missing_permissions: string[] }> {
     const row = await this.store.run((db) => repo.findConnection(db, teamId, id));
     if (!row) throw notFound('Connection');
     const r = await this.adapter.testConnection(this.connection(row));
     if (r.kind === 'error') throw new ApiError('gateway_unavailable', `The provider could not be asked: ${r.message}`);
-    return { result: r.kind, message: TEST_MESSAGES[r.kind] };
+    const missing = r.kind === 'cannot_create_checkouts' ? r.missing : [];
+    const message = missing.length > 0 ? `Connected, but the key cannot create checkouts: it lacks ${missing.join(', ')}.` : TEST_MESSAGES[r.kind];
+    return { status: r.kind, result: r.kind, message, missing_permissions: missing };
+  }
+
+  /** A live connection of the team, decrypted for a provider call (the doctor), with its row. */
+  async forDoctor(teamId: string, id: string): Promise<{ row: Row<'extpay_connections'>; conn: ExtpayConnection }> {
+    const row = await this.store.run((db) => repo.findConnection(db, teamId, id));
+    if (!row) throw notFound('Connection');
+    return { row, conn: this.connection(row) };
   }
 
   /**

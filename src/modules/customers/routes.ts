@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import type { AppContext } from '../../app/context.ts';
-import { ok } from '../../app/envelope.ts';
+import { Envelope, ListEnvelope, ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
 import { Id, ListQuery } from '../../app/schemas.ts';
+import { Customer, Note } from './schemas.ts';
 
 const CustomerParams = z.object({ customer_number: Id('cus') }).strict();
 const NoteBody = z.object({ body: z.string().trim().min(1).max(10_000) }).strict();
@@ -10,22 +11,22 @@ const NoteBody = z.object({ body: z.string().trim().min(1).max(10_000) }).strict
 export function registerCustomerRoutes(app: Http, ctx: AppContext): void {
   const customers = ctx.services.customers;
 
-  app.get('/v1/customers/:customer_number', { schema: { tags: ['records'], summary: 'Retrieve a customer', params: CustomerParams } }, async (req) =>
+  app.get('/v1/customers/:customer_number', { config: { permission: 'orders:view' }, schema: { tags: ['records'], summary: 'Retrieve a customer', params: CustomerParams, response: { 200: Envelope(Customer) } } }, async (req) =>
     ok(await customers.get(teamOf(req), req.params.customer_number)),
   );
 
   app.get(
     '/v1/customers/:customer_number/notes',
-    { schema: { tags: ['records'], summary: "List a customer's notes, newest first", params: CustomerParams, querystring: ListQuery } },
+    { config: { permission: 'orders:view' }, schema: { tags: ['records'], summary: "List a customer's notes, newest first", params: CustomerParams, querystring: ListQuery, response: { 200: ListEnvelope(Note) } } },
     async (req) => {
       const page = await customers.listNotes(teamOf(req), req.params.customer_number, req.query);
-      return { success: true, message: 'OK', data: page.items, has_more: page.has_more };
+      return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
     },
   );
 
   app.post(
     '/v1/customers/:customer_number/notes',
-    { schema: { tags: ['records'], summary: 'Add a note to a customer', params: CustomerParams, body: NoteBody } },
-    async (req, reply) => reply.code(201).send(ok(await customers.addNote(teamOf(req), req.params.customer_number, req.body.body, `token:${req.team!.tokenId}`), 'Note added')),
+    { config: { permission: 'orders:annotate' }, schema: { tags: ['records'], summary: 'Add a note to a customer', params: CustomerParams, body: NoteBody, response: { 201: Envelope(Note) } } },
+    async (req, reply) => reply.code(201).send(ok(await customers.addNote(teamOf(req), req.params.customer_number, req.body.body, `${req.team!.kind}:${req.team!.actorId}`), 'Note added')),
   );
 }

@@ -16,6 +16,8 @@ export const EVENT_CATALOGUE = {
   'subscription.past_due': "A card subscription's rebill was declined: it is past due and retried on the dunning schedule (the object is the subscription).",
   'subscription.recovered': 'A past-due card subscription was charged again successfully and is active (the object is the subscription).',
   'subscription.cancelled': 'A card subscription ended: a hard decline, its last dunning retry failed, or it reached the end of a period it was cancelled at (the object is the subscription).',
+  'lead.abandoned':
+    "A lead of a campaign with the abandoned-lead follow-up on stayed unpaid for the campaign's delay after its last change. Fired at most once per lead; the object is the order with `abandoned_at` and `checkout_url` (the campaign's checkout link for this lead, or null).",
   'order.disputed': 'A dispute (chargeback or early warning) was opened or updated on an order; the order is flagged for QA.',
 } as const;
 

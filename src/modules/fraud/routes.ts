@@ -19,6 +19,7 @@ export function registerFraudRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/fraud-rules',
     {
+      config: { permission: 'gateways:manage', audit: 'fraud_rule.created' },
       schema: {
         tags,
         summary: 'Create a fraud velocity rule',
@@ -34,7 +35,7 @@ export function registerFraudRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/fraud-rules',
-    { schema: { tags, summary: 'List fraud velocity rules, newest first', querystring: ListQuery.strict(), response: { 200: ListEnvelope(FraudRule) } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'List fraud velocity rules, newest first', querystring: ListQuery.strict(), response: { 200: ListEnvelope(FraudRule) } } },
     async (req) => {
       const page = await fraud.listRules(teamOf(req), req.query);
       return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
@@ -42,12 +43,13 @@ export function registerFraudRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/fraud-rules/:id',
-    { schema: { tags, summary: 'Retrieve a fraud velocity rule', params: FraudRuleParams, response: { 200: RuleEnvelope } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'Retrieve a fraud velocity rule', params: FraudRuleParams, response: { 200: RuleEnvelope } } },
     async (req) => ok(await fraud.getRule(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/fraud-rules/:id',
     {
+      config: { permission: 'gateways:manage', audit: 'fraud_rule.updated' },
       schema: {
         tags,
         summary: 'Update a fraud velocity rule',
@@ -63,7 +65,7 @@ export function registerFraudRoutes(app: Http, ctx: AppContext): void {
   );
   app.delete(
     '/v1/fraud-rules/:id',
-    { schema: { tags, summary: 'Delete a fraud velocity rule and what it counted', params: FraudRuleParams, response: { 200: Envelope(DeletedFraudRule) } } },
+    { config: { permission: 'gateways:manage', audit: 'fraud_rule.deleted' }, schema: { tags, summary: 'Delete a fraud velocity rule and what it counted', params: FraudRuleParams, response: { 200: Envelope(DeletedFraudRule) } } },
     async (req) => ok(await fraud.deleteRule(teamOf(req), req.params.id)),
   );
 }

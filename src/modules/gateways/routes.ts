@@ -1,6 +1,7 @@
 import type { AppContext } from '../../app/context.ts';
-import { Envelope, ListEnvelope, ok } from '../../app/envelope.ts';
+import { Envelope, listed, ListEnvelope, ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
+import { DoctorReport } from '../../app/openapi-responses.ts';
 import {
   BinBlock,
   CreateBinBlock,
@@ -17,13 +18,13 @@ import {
   UpdateGateway,
   UpdateRouter,
 } from './schemas.ts';
-import type { ListPage } from './service.ts';
+import { GatewayDoctor } from './doctor.ts';
+import { nmiAdapter } from '../../providers/nmi/adapter.ts';
+import { nmiProvider } from '../../providers/nmi/provider.ts';
+import { threeDsAdapter } from '../../providers/threeds/adapter.ts';
+import { threeDsProvider } from '../../providers/threeds/provider.ts';
 
 const tags = ['payments-config'];
-
-function listed<T>(page: ListPage<T>) {
-  return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
-}
 
 const GatewayEnvelope = Envelope(Gateway);
 const RouterEnvelope = Envelope(Router);
@@ -36,6 +37,7 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/gateways',
     {
+      config: { permission: 'gateways:manage', audit: 'gateway.created' },
       schema: {
         tags,
         summary: 'Create a gateway',
@@ -48,17 +50,18 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/gateways',
-    { schema: { tags, summary: 'List gateways, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(Gateway) } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'List gateways, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(Gateway) } } },
     async (req) => listed(await gateways.listGateways(teamOf(req), req.query)),
   );
   app.get(
     '/v1/gateways/:id',
-    { schema: { tags, summary: 'Retrieve a gateway', params: IdParams, response: { 200: GatewayEnvelope } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'Retrieve a gateway', params: IdParams, response: { 200: GatewayEnvelope } } },
     async (req) => ok(await gateways.getGateway(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/gateways/:id',
     {
+      config: { permission: 'gateways:manage', audit: 'gateway.updated' },
       schema: {
         tags,
         summary: 'Update a gateway',
@@ -71,11 +74,33 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
     async (req) => ok(await gateways.updateGateway(teamOf(req), req.params.id, req.body)),
   );
 
+  const doctor = new GatewayDoctor(ctx.store, gateways, { nmi: nmiProvider(nmiAdapter), threeds: threeDsProvider(threeDsAdapter) });
+  app.post(
+    '/v1/gateways/:id/doctor',
+    {
+      config: { permission: 'gateways:manage' },
+      schema: {
+        tags,
+        summary: 'Diagnose a gateway',
+        description:
+          'Named checks, each `pass`, `warn` or `fail` with a plain-language `fix`. NMI: the security key authenticates against the Query API; the Customer Vault is enabled. 3-D Secure: the key authenticates; its mode (`sk_test_`) matches test mode; a risk SDK key is saved; the webhook points at this install; a signed test delivery verifies with the saved secret; clock skew. Changes nothing at the gateway except one test delivery. See docs/providers.md.',
+        params: IdParams,
+        response: { 200: Envelope(DoctorReport) },
+      },
+    },
+    async (req) => {
+      const base = ctx.config.publicBaseUrl ?? `${req.protocol}://${req.host}`;
+      const r = await doctor.run(teamOf(req), req.params.id, base);
+      return ok(r, r.status === 'pass' ? 'Every check passed.' : r.status === 'warn' ? 'Some checks need a look.' : 'Some checks failed: see each fix.');
+    },
+  );
+
   // ---- payment orchestrators (payment routers)
 
   app.post(
     '/v1/payment-orchestrators',
     {
+      config: { permission: 'gateways:manage', audit: 'orchestrator.created' },
       schema: {
         tags,
         summary: 'Create a payment orchestrator',
@@ -90,17 +115,18 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/payment-orchestrators',
-    { schema: { tags, summary: 'List payment orchestrators, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(Router) } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'List payment orchestrators, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(Router) } } },
     async (req) => listed(await gateways.routers.list(teamOf(req), req.query)),
   );
   app.get(
     '/v1/payment-orchestrators/:id',
-    { schema: { tags, summary: 'Retrieve a payment orchestrator with its members', params: IdParams, response: { 200: RouterEnvelope } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'Retrieve a payment orchestrator with its members', params: IdParams, response: { 200: RouterEnvelope } } },
     async (req) => ok(await gateways.routers.get(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/payment-orchestrators/:id',
     {
+      config: { permission: 'gateways:manage', audit: 'orchestrator.updated' },
       schema: {
         tags,
         summary: 'Update a payment orchestrator',
@@ -118,6 +144,7 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/bin-blacklist',
     {
+      config: { permission: 'gateways:manage', audit: 'bin_block.created' },
       schema: {
         tags,
         summary: 'Block a BIN prefix',
@@ -130,12 +157,12 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/bin-blacklist',
-    { schema: { tags, summary: 'List blocked BIN prefixes, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(BinBlock) } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'List blocked BIN prefixes, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(BinBlock) } } },
     async (req) => listed(await gateways.cardLists.listBinBlocks(teamOf(req), req.query)),
   );
   app.delete(
     '/v1/bin-blacklist/:id',
-    { schema: { tags, summary: 'Unblock a BIN prefix', params: IdParams, response: { 200: Envelope(DeletedBinBlock) } } },
+    { config: { permission: 'gateways:manage', audit: 'bin_block.deleted' }, schema: { tags, summary: 'Unblock a BIN prefix', params: IdParams, response: { 200: Envelope(DeletedBinBlock) } } },
     async (req) => ok(await gateways.cardLists.deleteBinBlock(teamOf(req), req.params.id)),
   );
 
@@ -144,6 +171,7 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/test-cards',
     {
+      config: { permission: 'gateways:manage', audit: 'test_card.created' },
       schema: {
         tags,
         summary: 'List a card number as a test card',
@@ -158,12 +186,12 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/test-cards',
-    { schema: { tags, summary: 'List test cards, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(TestCard) } } },
+    { config: { permission: 'gateways:manage' }, schema: { tags, summary: 'List test cards, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(TestCard) } } },
     async (req) => listed(await gateways.cardLists.listTestCards(teamOf(req), req.query)),
   );
   app.delete(
     '/v1/test-cards/:id',
-    { schema: { tags, summary: 'Remove a test card', params: IdParams, response: { 200: Envelope(DeletedTestCard) } } },
+    { config: { permission: 'gateways:manage', audit: 'test_card.deleted' }, schema: { tags, summary: 'Remove a test card', params: IdParams, response: { 200: Envelope(DeletedTestCard) } } },
     async (req) => ok(await gateways.cardLists.deleteTestCard(teamOf(req), req.params.id)),
   );
 }

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import type { AppContext } from '../../app/context.ts';
-import { ok } from '../../app/envelope.ts';
+import { Envelope, ListEnvelope, ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
 import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
+import { Transaction } from './schemas.ts';
 
 const TransactionsQuery = ListQuery.extend({
   order_number: Id('ord').optional(),
@@ -17,14 +18,14 @@ const TransactionsQuery = ListQuery.extend({
 export function registerPaymentRoutes(app: Http, ctx: AppContext): void {
   const payments = ctx.services.ledger;
 
-  app.get('/v1/transactions', { schema: { tags: ['records'], summary: 'List transactions, newest first', querystring: TransactionsQuery } }, async (req) => {
+  app.get('/v1/transactions', { config: { permission: 'revenue:view' }, schema: { tags: ['records'], summary: 'List transactions, newest first', querystring: TransactionsQuery, response: { 200: ListEnvelope(Transaction) } } }, async (req) => {
     const page = await payments.list(teamOf(req), req.query);
-    return { success: true, message: 'OK', data: page.items, has_more: page.has_more };
+    return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
   });
 
   app.get(
     '/v1/transactions/:id',
-    { schema: { tags: ['records'], summary: 'Retrieve a transaction', params: z.object({ id: Id('txn') }).strict() } },
+    { config: { permission: 'revenue:view' }, schema: { tags: ['records'], summary: 'Retrieve a transaction', params: z.object({ id: Id('txn') }).strict(), response: { 200: Envelope(Transaction) } } },
     async (req) => ok(await payments.get(teamOf(req), req.params.id)),
   );
 }

@@ -50,6 +50,16 @@ export async function markMailSent(db: Executor, id: string, sent: { transport: 
     .execute();
 }
 
+/** A check of the mail's kind said not to send it: it is never sent, and `last_error` says why. */
+export async function markMailCancelled(db: Executor, id: string, reason: string): Promise<void> {
+  await db
+    .updateTable('mail_messages')
+    .set({ status: 'cancelled', next_attempt_at: null, locked_until: null, last_error: reason, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
 /** `retryInMs` null: no attempts left, the mail is failed. */
 export async function markMailAttemptFailed(db: Executor, id: string, f: { transport: string; error: string; retryInMs: number | null }): Promise<void> {
   await db

@@ -10,6 +10,7 @@ import type { Row } from '../../db/schema.ts';
 import type { Drainer } from '../../worker/worker.ts';
 import type { CatalogService } from '../catalog/service.ts';
 import type { EventSink } from '../events/service.ts';
+import { ABANDONMENT_KIND, ABANDONMENT_VARIABLES, abandonmentTemplateOf, renderAbandonmentMail, unknownAbandonmentVariables } from './abandonment.ts';
 import * as repo from './repo.ts';
 import {
   DEFAULT_PURCHASE_TEMPLATE,
@@ -23,8 +24,15 @@ import {
 } from './template.ts';
 import type { MailTransport, SentMail } from './transport.ts';
 
-export const MAIL_KINDS = ['purchase_confirmation'] as const;
-export const MAIL_STATUSES = ['pending', 'sent', 'failed'] as const;
+export const MAIL_KINDS = ['purchase_confirmation', ABANDONMENT_KIND] as const;
+/** `cancelled`: a check of its kind said before sending that it must not go out (a lead paid meanwhile). */
+export const MAIL_STATUSES = ['pending', 'sent', 'failed', 'cancelled'] as const;
+
+/**
+ * Asked just before a mail of its kind is handed to the transport: a reason not to send it any more
+ * (the mail is cancelled with it), or null to send. The module that queued the kind registers it.
+ */
+export type MailSendCheck = (mail: Row<'mail_messages'>) => Promise<string | null>;
 
 export interface MailOptions {
   from: string;
@@ -50,8 +58,14 @@ const OrderObject = z.object({
   created_at: z.string().nullish(),
 });
 
+/** A `lead.abandoned` object: the order view and the lead's checkout link. */
+const LeadObject = OrderObject.extend({ checkout_url: z.string().nullable() });
+
 function orderOf(event: Row<'events'>): MailOrder & { campaign_id: string } {
-  const o = OrderObject.parse((event.payload as { object?: unknown }).object);
+  return mailOrderOf(OrderObject.parse((event.payload as { object?: unknown }).object));
+}
+
+function mailOrderOf(o: z.infer<typeof OrderObject>): MailOrder & { campaign_id: string } {
   return {
     ...o,
     customer: { email: o.customer.email, first_name: o.customer.first_name ?? null, last_name: o.customer.last_name ?? null },
@@ -123,6 +137,7 @@ function errorText(err: unknown): string {
  */
 export class MailService implements EventSink {
   readonly drainer: Drainer;
+  private readonly sendChecks = new Map<string, MailSendCheck>();
   private readonly retryDelaysMs: readonly number[];
   private readonly batchSize: number;
   private readonly leaseMs: number;
@@ -139,7 +154,12 @@ export class MailService implements EventSink {
     this.drainer = { name: 'autoresponder-mail', drain: (_ctx, log) => this.sendDueMail(log) };
   }
 
+  registerSendCheck(kind: (typeof MAIL_KINDS)[number], check: MailSendCheck): void {
+    this.sendChecks.set(kind, check);
+  }
+
   async onEvent(trx: Tx, event: Row<'events'>): Promise<void> {
+    if (event.type === 'lead.abandoned') return this.queueAbandonmentMail(trx, event);
     if (event.type !== 'order.completed') return;
     const order = orderOf(event);
     const campaign = await this.catalog.findCampaign(trx, event.team_id, order.campaign_id);
@@ -150,6 +170,31 @@ export class MailService implements EventSink {
       event_id: event.id,
       order_id: event.order_id ?? order.order_number,
       kind: 'purchase_confirmation',
+      to_address: order.customer.email,
+      subject: rendered.subject,
+      text_body: rendered.text,
+      html_body: rendered.html,
+      status: 'pending',
+      next_attempt_at: new Date(),
+    });
+  }
+
+  /**
+   * The abandoned-lead mail, queued in the transaction that claimed the lead (so never for a lead
+   * paid before the claim), when the campaign enables it and the customer has an address.
+   */
+  private async queueAbandonmentMail(trx: Tx, event: Row<'events'>): Promise<void> {
+    const object = LeadObject.parse((event.payload as { object?: unknown }).object);
+    const campaign = await this.catalog.findCampaign(trx, event.team_id, object.campaign_id);
+    if (!campaign?.abandonment_mail_enabled || !object.customer.email) return;
+    const order = mailOrderOf(object);
+    const rendered = renderAbandonmentMail(abandonmentTemplateOf(campaign), order, campaign.name, object.checkout_url);
+    await repo.insertMailOnce(trx, {
+      id: newId('mail'),
+      team_id: event.team_id,
+      event_id: event.id,
+      order_id: event.order_id ?? order.order_number,
+      kind: ABANDONMENT_KIND,
       to_address: order.customer.email,
       subject: rendered.subject,
       text_body: rendered.text,
@@ -170,6 +215,13 @@ export class MailService implements EventSink {
 
   private async sendOne(m: Row<'mail_messages'>, log?: Logger): Promise<void> {
     const attempt = m.attempt_count + 1;
+    const check = this.sendChecks.get(m.kind);
+    const stop = check ? await check(m) : null;
+    if (stop !== null) {
+      await this.store.run((db) => repo.markMailCancelled(db, m.id, stop));
+      log?.info({ mail: m.id, kind: m.kind, reason: stop }, 'mail cancelled before sending');
+      return;
+    }
     let sent: SentMail;
     try {
       sent = await this.transport.send({ id: m.id, from: this.opts.from, to: m.to_address, subject: m.subject, text: m.text_body, html: m.html_body });
@@ -231,6 +283,29 @@ export class MailService implements EventSink {
     const stored = templateOf(c) ?? DEFAULT_PURCHASE_TEMPLATE;
     const t = { subject: draft.subject ?? stored.subject, body: draft.body ?? stored.body };
     return { ...renderPurchaseMail(t, sampleOrder(c.currency), c.name), unknown_variables: unknownVariables(t) };
+  }
+
+  /**
+   * Renders the abandonment mail with a sample lead: the draft's `subject`, `body` and
+   * `checkout_url` when given, else the campaign's, else the defaults.
+   */
+  async previewAbandonmentEmail(
+    teamId: string,
+    campaignId: string,
+    draft: Partial<MailTemplate> & { checkout_url?: string | undefined },
+    fillCheckoutUrl: (template: string) => string,
+  ): Promise<RenderedMail & { checkout_url: string | null; unknown_variables: string[]; variables: Array<{ name: string; description: string }> }> {
+    const c = await this.campaign(teamId, campaignId);
+    const stored = abandonmentTemplateOf(c);
+    const t = { subject: draft.subject ?? stored.subject, body: draft.body ?? stored.body };
+    const urlTemplate = draft.checkout_url ?? c.abandonment_checkout_url;
+    const checkoutUrl = urlTemplate ? fillCheckoutUrl(urlTemplate) : null;
+    return {
+      ...renderAbandonmentMail(t, sampleOrder(c.currency), c.name, checkoutUrl),
+      checkout_url: checkoutUrl,
+      unknown_variables: unknownAbandonmentVariables(t),
+      variables: Object.entries({ ...TEMPLATE_VARIABLES, ...ABANDONMENT_VARIABLES }).map(([name, description]) => ({ name, description })),
+    };
   }
 
   private async campaign(teamId: string, id: string): Promise<Row<'campaigns'>> {

@@ -100,11 +100,11 @@ function lineText(l: MailOrder['lines'][number], currency: string): string {
   return `${l.name} × ${l.quantity}: ${formatMoney(l.line_total, currency)}`;
 }
 
-/** The placeholders a template uses that are not variables (they would render empty). */
-export function unknownVariables(t: MailTemplate): string[] {
+/** The placeholders a template uses that are not variables (they would render empty); `more`: variables a kind of mail adds. */
+export function unknownVariables(t: MailTemplate, more: Record<string, string> = {}): string[] {
   const found = new Set<string>();
   for (const text of [t.subject, t.body]) {
-    for (const m of text.matchAll(PLACEHOLDER)) if (!Object.hasOwn(TEMPLATE_VARIABLES, m[1]!)) found.add(m[1]!);
+    for (const m of text.matchAll(PLACEHOLDER)) if (!Object.hasOwn(TEMPLATE_VARIABLES, m[1]!) && !Object.hasOwn(more, m[1]!)) found.add(m[1]!);
   }
   return [...found];
 }
@@ -135,8 +135,14 @@ function fill(template: string, value: (name: string) => string): string {
   return template.replace(PLACEHOLDER, (_m, name: string) => value(name));
 }
 
-export function renderPurchaseMail(template: MailTemplate, order: MailOrder, campaignName: string): RenderedMail {
+/**
+ * `links`: URL variables a kind of mail adds (the abandonment mail's `checkout_url`): the text part
+ * shows the URL, the HTML part a link to it. Only URLs we built go here (http(s), values encoded).
+ */
+export function renderPurchaseMail(template: MailTemplate, order: MailOrder, campaignName: string, links: Record<string, string> = {}): RenderedMail {
   const vars = variablesOf(order, campaignName);
+  for (const [name, url] of Object.entries(links)) vars.set(name, url);
+  const linkNames = new Set(Object.keys(links));
   const lineTexts = order.lines.map((l) => lineText(l, order.currency));
 
   // Header injection: whatever a value contains, the subject stays one line.
@@ -144,15 +150,20 @@ export function renderPurchaseMail(template: MailTemplate, order: MailOrder, cam
     .replace(/[\r\n\t]+/g, ' ')
     .trim();
   const text = fill(template.body, (n) => (n === 'lines' ? lineTexts.map((l) => `- ${l}`).join('\n') : (vars.get(n) ?? '')));
-  return { subject, text, html: htmlDocument(subject, bodyHtml(template.body, vars, lineTexts)) };
+  return { subject, text, html: htmlDocument(subject, bodyHtml(template.body, vars, lineTexts, linkNames)) };
 }
 
 /**
  * Paragraphs at blank lines of the template, line breaks kept. The template's own text and
  * every value are escaped separately; `{{lines}}` alone in its paragraph becomes a list.
  */
-function bodyHtml(body: string, vars: Map<string, string>, lineTexts: string[]): string {
-  const escaped = (text: string) => fill(escapeHtml(text), (n) => (n === 'lines' ? lineTexts.map(escapeHtml).join('<br>\n') : escapeHtml(vars.get(n) ?? '')));
+function bodyHtml(body: string, vars: Map<string, string>, lineTexts: string[], linkNames: ReadonlySet<string> = new Set()): string {
+  const value = (n: string) => {
+    if (n === 'lines') return lineTexts.map(escapeHtml).join('<br>\n');
+    const v = escapeHtml(vars.get(n) ?? '');
+    return linkNames.has(n) && v ? `<a href="${v}">${v}</a>` : v;
+  };
+  const escaped = (text: string) => fill(escapeHtml(text), value);
   return body
     .replace(/\r\n/g, '\n')
     .split(/\n\s*\n/)

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 
@@ -80,6 +81,10 @@ export interface OrderFilter {
   rebillOf?: string | undefined;
   createdGte?: Date | undefined;
   createdLte?: Date | undefined;
+  affiliateId?: string | undefined;
+  isThrottled?: boolean | undefined;
+  /** An affiliate-scoped caller: only these affiliates' orders, never a throttled one. */
+  affiliateScope?: readonly string[] | null;
 }
 
 export async function listOrders(db: Executor, teamId: string, f: OrderFilter): Promise<Row<'orders'>[]> {
@@ -106,6 +111,12 @@ export async function listOrders(db: Executor, teamId: string, f: OrderFilter): 
   if (f.isTest !== undefined) q = q.where('orders.is_test', '=', f.isTest);
   if (f.createdGte) q = q.where('orders.created_at', '>=', f.createdGte);
   if (f.createdLte) q = q.where('orders.created_at', '<=', f.createdLte);
+  if (f.affiliateId) q = q.where('orders.affiliate_id', '=', f.affiliateId);
+  if (f.isThrottled !== undefined) q = q.where('orders.is_throttle', '=', f.isThrottled);
+  if (f.affiliateScope) {
+    q = q.where('orders.is_throttle', '=', false);
+    q = f.affiliateScope.length ? q.where('orders.affiliate_id', 'in', [...f.affiliateScope]) : q.where(sql<boolean>`false`);
+  }
   return q.orderBy('orders.seq', 'desc').limit(f.limit + 1).execute();
 }
 
@@ -186,4 +197,24 @@ export async function releaseOrphanUpsellClaims(db: Executor, olderThan: Date): 
 
 export async function findOrderUpsellByTransaction(db: Executor, teamId: string, transactionId: string): Promise<Row<'order_upsells'> | undefined> {
   return db.selectFrom('order_upsells').selectAll().where('team_id', '=', teamId).where('transaction_id', '=', transactionId).forUpdate().executeTakeFirst();
+}
+
+/**
+ * Attributed orders created in the period that are not throttled (the affiliate report's leads),
+ * per affiliate, the value of one sub id (`groupBy` sub1…sub5, else none) and currency.
+ */
+export async function countAttributedLeads(
+  db: Executor,
+  teamId: string,
+  f: { affiliateIds: readonly string[] | null; groupBy: string; createdGte?: Date | undefined; createdLte?: Date | undefined },
+): Promise<Array<{ affiliate_id: string; sub: string | null; currency: string; leads: number }>> {
+  const subColumn = /^sub[1-5]$/.test(f.groupBy) ? sql<string | null>`${sql.ref(`affiliate_${f.groupBy}`)}` : sql<string | null>`null::text`;
+  const where = [sql`team_id = ${teamId}`, sql`affiliate_id is not null`, sql`not is_throttle`, sql`rebill_of is null`];
+  if (f.affiliateIds) where.push(f.affiliateIds.length ? sql`affiliate_id in (${sql.join(f.affiliateIds.map((i) => sql`${i}`))})` : sql`false`);
+  if (f.createdGte) where.push(sql`created_at >= ${f.createdGte}`);
+  if (f.createdLte) where.push(sql`created_at <= ${f.createdLte}`);
+  const r = await sql<{ affiliate_id: string; sub: string | null; currency: string; leads: string | number }>`
+    select affiliate_id, ${subColumn} as sub, currency, count(*) as leads
+    from orders where ${sql.join(where, sql` and `)} group by 1, 2, 3`.execute(db);
+  return r.rows.map((x) => ({ ...x, leads: Number(x.leads) }));
 }

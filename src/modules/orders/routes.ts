@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { AppContext } from '../../app/context.ts';
-import { envelope } from '../../app/envelope.ts';
-import { type Http, teamOf } from '../../app/http.ts';
+import { EnvelopeError, Envelope, ListEnvelope, envelope } from '../../app/envelope.ts';
+import { type Http, principalOf, teamOf } from '../../app/http.ts';
 import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
 import type { CaptureOutcome, PaymentOutcome, PaymentResult } from './views.ts';
+import { OrderAnswer, OrderDetail, Order, PaymentAnswer, PaymentDeclined, RefundAnswer, UpsellAnswer, UpsellDeclined, VoidAnswer } from './responses.ts';
 import { CreateLeadBody, CreateOrderBody, OrderParams, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './states.ts';
 
@@ -16,15 +17,21 @@ const OrdersQuery = ListQuery.extend({
   is_test: BoolQuery,
   needs_qa: BoolQuery.describe('Orders flagged for review (a dispute)'),
   rebill_of: Id('ord').optional().describe('The rebill orders (renewals) of one order'),
+  affiliate_id: z.string().max(64).optional().describe("One affiliate's orders (the order's `affiliate.affiliate_id`)"),
+  is_throttled: BoolQuery.describe('Throttled orders (spec 2.3) or the others'),
 }).strict();
 
 /** Spec 4.1: a redirect is a 200 with `redirect_required`; a decline is 402 (as Stripe); an unknown outcome 502 (do not charge again). */
-const PAYMENT_HTTP: Record<PaymentOutcome, number> = { approved: 200, declined: 402, pending: 202, redirect: 200, unknown: 502 };
+const PAYMENT_HTTP: Record<PaymentOutcome, 200 | 202 | 402 | 502> = { approved: 200, declined: 402, pending: 202, redirect: 200, unknown: 502 };
 /** Spec 4.2's Capture table. */
-const CAPTURE_HTTP: Record<CaptureOutcome, number> = { captured: 200, under_review: 202, not_completed: 422, capture_failed: 422 };
+const CAPTURE_HTTP: Record<CaptureOutcome, 200 | 202 | 422> = { captured: 200, under_review: 202, not_completed: 422, capture_failed: 422 };
+
+/** The answers of a first payment (Create Order, Process Payment, Reprocess). */
+const PAYMENT_RESPONSES = { 200: PaymentAnswer, 202: PaymentAnswer, 402: PaymentDeclined, 502: EnvelopeError };
+const PAYMENT_ERRORS = ['not_found', 'order_not_payable', 'payment_in_progress', 'gateway_unavailable', 'payment_outcome_unknown', 'provider_not_configured', 'provider_rejected'] as const;
 
 function paymentBody(r: PaymentResult) {
-  return { ...envelope(r.success, r.message, r.data), ...(r.error ? { error: r.error } : {}) };
+  return r.error ? { success: false as const, message: r.message, data: r.data, error: r.error } : { success: true as const, message: r.message, data: r.data };
 }
 
 export function registerOrderRoutes(app: Http, ctx: AppContext): void {
@@ -34,6 +41,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/checkout/leads',
     {
+      config: { permission: 'orders:create' },
       schema: {
         tags: ['checkout'],
         summary: 'Create Lead',
@@ -42,6 +50,8 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           '200 when the same `order_number`, or an open lead of the same email + campaign, is posted again (name, phone, ' +
           'shipping address and products are updated). `billing` is refused here.',
         body: CreateLeadBody,
+        errors: ['order_not_a_lead', 'not_found'],
+        response: { 200: Envelope(Order), 201: Envelope(Order) },
       },
     },
     async (req, reply) => {
@@ -53,6 +63,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/checkout/orders',
     {
+      config: { permission: 'orders:create' },
       schema: {
         tags: ['checkout'],
         summary: 'Create Order',
@@ -62,6 +73,8 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           '502 `payment_outcome_unknown`: the gateway did not answer, the charge is confirmed with it within minutes (do not charge again); ' +
           '409 `payment_in_progress` while an earlier attempt on the order is still in flight.',
         body: CreateOrderBody,
+        errors: PAYMENT_ERRORS,
+        response: PAYMENT_RESPONSES,
       },
     },
     async (req, reply) => {
@@ -73,6 +86,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/checkout/orders/payment',
     {
+      config: { permission: 'orders:create' },
       schema: {
         tags: ['checkout'],
         summary: 'Process Payment',
@@ -80,6 +94,8 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           'Pays an order created by Create Lead (or a declined order). Same answers as Create Order; 409 `order_not_payable` when the order is already paid, ' +
           '409 `payment_in_progress` while an attempt on it is in flight (its outcome not yet recorded: never a second charge).',
         body: ProcessPaymentBody,
+        errors: PAYMENT_ERRORS,
+        response: PAYMENT_RESPONSES,
       },
     },
     async (req, reply) => {
@@ -91,6 +107,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/checkout/orders/capture',
     {
+      config: { permission: 'orders:create' },
       schema: {
         tags: ['checkout'],
         summary: 'Capture',
@@ -105,17 +122,22 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           'the provider holds the money, not a decline, advance (the provider\'s payment.succeeded completes the order; safe to retry); ' +
           '422 "Payment capture failed: …" on a failed payment or a receipt of another order; 404 nothing to capture.',
         body: z.object({ order_number: Id('ord'), payment_id: z.string().min(1).max(200).optional() }).strict(),
+        errors: ['no_capturable_transaction', 'capture_failed', 'payment_not_completed', 'gateway_unavailable', 'payment_in_progress'],
+        response: { 200: OrderAnswer, 202: OrderAnswer, 422: EnvelopeError },
       },
     },
     async (req, reply) => {
       const r = await capture.capture(teamOf(req), req.body);
-      return reply.code(CAPTURE_HTTP[r.outcome]).send({ ...envelope(r.success, r.message, r.data), ...(r.error ? { error: r.error } : {}) });
+      const status = CAPTURE_HTTP[r.outcome];
+      if (status === 422) return reply.code(422).send({ success: false, message: r.message, data: r.data, error: r.error ?? { type: 'card_error', code: 'capture_failed' } });
+      return reply.code(status).send(envelope(r.success, r.message, r.data));
     },
   );
 
   app.post(
     '/checkout/orders/complete',
     {
+      config: { permission: 'orders:create' },
       schema: {
         tags: ['checkout'],
         summary: 'Complete Order',
@@ -124,6 +146,8 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           'keeps the coupon use (reserved when the payment started), and queues the order.completed webhooks and the purchase e-mail at once. A second call changes ' +
           'nothing and answers the same. 409 `order_not_completable` for an unpaid order or a payment still `pending_redirect`.',
         body: OrderParams,
+        errors: ['order_not_completable', 'not_found'],
+        response: { 200: Envelope(Order) },
       },
     },
     async (req) => {
@@ -135,11 +159,14 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/checkout/orders/reprocess',
     {
+      config: { permission: 'orders:create' },
       schema: {
         tags: ['checkout'],
         summary: 'Reprocess Payment',
         description: 'Pays a declined order again, with the same or a new card. Same answers as Process Payment; 409 unless the order is declined.',
         body: ProcessPaymentBody,
+        errors: PAYMENT_ERRORS,
+        response: PAYMENT_RESPONSES,
       },
     },
     async (req, reply) => {
@@ -151,6 +178,7 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/checkout/orders/upsell',
     {
+      config: { permission: 'orders:create' },
       schema: {
         tags: ['checkout'],
         summary: 'Process Upsell',
@@ -163,17 +191,21 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           '(accepted; the line and total are added when the provider confirms, and a repeat then answers 200), 402 declined by the ' +
           'provider, 422 card fields sent, 422 `no_saved_payment_method` when the checkout saved none.',
         body: UpsellBody,
+        errors: ['not_found', 'payment_in_progress', 'order_not_payable', 'no_saved_payment_method', 'gateway_unavailable', 'payment_outcome_unknown', 'conflict'],
+        response: { 200: UpsellAnswer, 202: UpsellAnswer, 402: UpsellDeclined, 502: EnvelopeError },
       },
     },
     async (req, reply) => {
       const r = await upsell.processUpsell(teamOf(req), req.body);
-      return reply.code(r.httpStatus).type('application/json; charset=utf-8').send(r.body);
+      // The stored answer, already JSON (a repeat answers it again byte for byte).
+      return reply.code(r.httpStatus as 200).type('application/json; charset=utf-8').send(r.body as never);
     },
   );
 
   app.post(
     '/v1/orders/:order_number/refunds',
     {
+      config: { permission: 'orders:refund', audit: 'order.refunded' },
       schema: {
         tags: ['records'],
         summary: 'Refund a charge of the order',
@@ -183,19 +215,22 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           'extpay: submitted to the provider; the refund is recorded with `provisional: true` until the provider\'s refund.created carries the settled amount.',
         params: OrderParams,
         body: RefundBody,
+        errors: ['refund_declined', 'conflict', 'gateway_unavailable', 'payment_outcome_unknown', 'provider_rejected'],
+        response: { 201: RefundAnswer, 422: EnvelopeError },
       },
     },
     async (req, reply) => {
       const r = await reverse.refund(teamOf(req), req.params.order_number, req.body);
-      return reply
-        .code(r.approved ? 201 : 422)
-        .send({ ...envelope(r.approved, r.approved ? 'Refund created.' : `The gateway refused the refund: ${r.transaction.response_text}`, { refund: r.transaction, order: r.order }), ...(r.approved ? {} : { error: { type: 'card_error', code: 'refund_declined' } }) });
+      const data = { refund: r.transaction, order: r.order };
+      if (r.approved) return reply.code(201).send({ success: true, message: 'Refund created.', data });
+      return reply.code(422).send({ success: false, message: `The gateway refused the refund: ${r.transaction.response_text}`, data, error: { type: 'card_error', code: 'refund_declined' } });
     },
   );
 
   app.post(
     '/v1/orders/:order_number/void',
     {
+      config: { permission: 'orders:void', audit: 'order.voided' },
       schema: {
         tags: ['records'],
         summary: 'Void a charge of the order',
@@ -204,24 +239,26 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
           'extpay: processed by the provider; a payment whose money it holds (Capture answered 202) is voided and the order cancelled.',
         params: OrderParams,
         body: VoidBody,
+        errors: ['void_declined', 'conflict', 'gateway_unavailable', 'payment_outcome_unknown', 'provider_rejected'],
+        response: { 201: VoidAnswer, 422: EnvelopeError },
       },
     },
     async (req, reply) => {
       const r = await reverse.void(teamOf(req), req.params.order_number, req.body);
-      return reply
-        .code(r.approved ? 201 : 422)
-        .send({ ...envelope(r.approved, r.approved ? 'Charge voided.' : `The gateway refused the void: ${r.transaction.response_text}`, { void: r.transaction, order: r.order }), ...(r.approved ? {} : { error: { type: 'card_error', code: 'void_declined' } }) });
+      const data = { void: r.transaction, order: r.order };
+      if (r.approved) return reply.code(201).send({ success: true, message: 'Charge voided.', data });
+      return reply.code(422).send({ success: false, message: `The gateway refused the void: ${r.transaction.response_text}`, data, error: { type: 'card_error', code: 'void_declined' } });
     },
   );
 
-  app.get('/v1/orders', { schema: { tags: ['records'], summary: 'List orders, newest first', querystring: OrdersQuery } }, async (req) => {
-    const page = await orders.list(teamOf(req), req.query);
-    return { success: true, message: 'OK', data: page.items, has_more: page.has_more };
+  app.get('/v1/orders', { config: { permission: 'orders:view', affiliateScope: true }, schema: { tags: ['records'], summary: 'List orders, newest first', querystring: OrdersQuery, response: { 200: ListEnvelope(Order) } } }, async (req) => {
+    const page = await orders.list(teamOf(req), req.query, principalOf(req).affiliateIds);
+    return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
   });
 
   app.get(
     '/v1/orders/:order_number',
-    { schema: { tags: ['records'], summary: 'Retrieve an order with its lines, transactions and timeline', params: OrderParams } },
-    async (req) => envelope(true, 'OK', await orders.get(teamOf(req), req.params.order_number)),
+    { config: { permission: 'orders:view', affiliateScope: true }, schema: { tags: ['records'], summary: 'Retrieve an order with its lines, transactions and timeline', params: OrderParams, response: { 200: Envelope(OrderDetail) } } },
+    async (req) => envelope(true, 'OK', await orders.get(teamOf(req), req.params.order_number, principalOf(req).affiliateIds)),
   );
 }

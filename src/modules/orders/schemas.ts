@@ -2,6 +2,7 @@ import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { Address, Currency, Id } from '../../app/schemas.ts';
 import { luhnValid } from '../../app/luhn.ts';
+import { AffiliateBlock } from '../affiliates/service.ts';
 
 export const MAX_LINES = 20;
 export const MAX_QUANTITY = 100;
@@ -109,6 +110,7 @@ export const CreateLeadBody = z
     products: Products.optional(),
     is_throttle: z.boolean().optional(),
     coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
+    affiliate: AffiliateBlock.optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -127,6 +129,7 @@ const PaymentRequest = {
   ...Routing,
   is_throttle: z.boolean().optional(),
   coupon_code: z.string().trim().min(1).max(64).optional().describe('A coupon of the team: discounts the products of the first purchase'),
+  affiliate: AffiliateBlock.optional(),
   payment: PaymentInput,
 };
 

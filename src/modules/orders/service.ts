@@ -4,6 +4,7 @@ import { iso } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Address, NewRow, Row, RowPatch } from '../../db/schema.ts';
+import type { AffiliateBlock, AffiliateScope, AffiliatesService } from '../affiliates/service.ts';
 import type { CatalogService } from '../catalog/service.ts';
 import { type CustomersService, normalizeEmail } from '../customers/service.ts';
 import { disputeView, type LedgerService, transactionView } from '../ledger/service.ts';
@@ -29,6 +30,8 @@ export interface ListOrdersQuery {
   is_test?: boolean | undefined;
   needs_qa?: boolean | undefined;
   rebill_of?: string | undefined;
+  affiliate_id?: string | undefined;
+  is_throttled?: boolean | undefined;
 }
 
 import { discountOf, draftLine, type LineDraft, sameAddress, totalsOf } from './pricing.ts';
@@ -54,7 +57,27 @@ export class OrdersService {
     private readonly catalog: CatalogService,
     private readonly customers: CustomersService,
     private readonly ledger: LedgerService,
+    private readonly affiliates: AffiliatesService,
   ) {}
+
+  /** The affiliates module reads orders through these two (its OrderReader). */
+  findOrder(db: Executor, teamId: string, id: string): Promise<Row<'orders'> | undefined> {
+    return repo.findOrder(db, teamId, id);
+  }
+
+  countAttributedLeads(db: Executor, teamId: string, f: Parameters<typeof repo.countAttributedLeads>[2]) {
+    return repo.countAttributedLeads(db, teamId, f);
+  }
+
+  /** The order's affiliate columns from a request's affiliate block (first touch wins unless the team says last touch). */
+  attribution(db: Executor, teamId: string, current: Row<'orders'> | null, block: AffiliateBlock | undefined) {
+    return this.affiliates.attribution(db, teamId, current, block);
+  }
+
+  /** An affiliate-scoped caller sees only its affiliates' orders, and a throttled order as not found. */
+  private visibleTo(order: Row<'orders'>, scope: AffiliateScope): boolean {
+    return !scope || (!order.is_throttle && order.affiliate_id !== null && scope.includes(order.affiliate_id));
+  }
 
   /** The order rows the checkout use cases, inbound events and renewals may read and write (always under the order's row lock). */
   readonly rows = ORDER_ROWS;
@@ -185,6 +208,7 @@ export class OrdersService {
       products?: Array<{ offer_id: string; quantity: number }> | undefined;
       is_throttle?: boolean | undefined;
       coupon_code?: string | undefined;
+      affiliate?: AffiliateBlock | undefined;
     },
     also: Parameters<typeof repo.updateOrder>[3] = {},
   ): Promise<{ order: Row<'orders'>; changed: string[] }> {
@@ -239,6 +263,11 @@ export class OrdersService {
       patch.is_throttle = true;
       changed.push('is_throttled');
     }
+    const attributed = await this.affiliates.attribution(trx, teamId, order, body.affiliate);
+    if (attributed.affiliate_id !== undefined) {
+      Object.assign(patch, attributed);
+      changed.push('affiliate');
+    }
     const updated = Object.keys(patch).length > 0 ? await repo.updateOrder(trx, teamId, order.id, patch) : order;
     return { order: updated, changed };
   }
@@ -261,6 +290,7 @@ export class OrdersService {
       if (!campaign) throw notFound('Campaign');
       const drafts = body.products ? await this.priceLines(trx, teamId, campaign.id, body.products) : [];
       const coupon = body.coupon_code ? await this.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
+      const attributed = await this.affiliates.attribution(trx, teamId, null, body.affiliate);
       const customer = await this.customers.upsertByEmail(trx, teamId, {
         email: body.customer!.email!,
         first_name: body.customer?.first_name,
@@ -281,6 +311,7 @@ export class OrdersService {
         ip_address: body.customer?.ip_address ?? null,
         is_throttle: body.is_throttle === true,
         coupon_id: coupon?.id ?? null,
+        ...attributed,
         ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
       });
       if (!order) {
@@ -305,10 +336,10 @@ export class OrdersService {
     return this.view(trx, teamId, updated);
   }
 
-  async get(teamId: string, orderNumber: string) {
+  async get(teamId: string, orderNumber: string, scope: AffiliateScope = null) {
     return this.store.run(async (db) => {
       const order = await repo.findOrder(db, teamId, orderNumber);
-      if (!order) throw notFound('Order');
+      if (!order || !this.visibleTo(order, scope)) throw notFound('Order');
       const [view, events, transactions, disputes] = [
         await this.view(db, teamId, order),
         await repo.eventsOf(db, teamId, order.id),
@@ -324,7 +355,7 @@ export class OrdersService {
     });
   }
 
-  async list(teamId: string, q: ListOrdersQuery): Promise<Page<OrderView>> {
+  async list(teamId: string, q: ListOrdersQuery, scope: AffiliateScope = null): Promise<Page<OrderView>> {
     return this.store.run(async (db) => {
       const afterSeq = await cursorSeq(db, 'orders', teamId, q.starting_after);
       if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
@@ -339,6 +370,9 @@ export class OrdersService {
         isTest: q.is_test,
         needsQa: q.needs_qa,
         rebillOf: q.rebill_of,
+        affiliateId: q.affiliate_id,
+        isThrottled: q.is_throttled,
+        affiliateScope: scope,
         createdGte: q.created_gte,
         createdLte: q.created_lte,
       });

@@ -50,6 +50,9 @@ export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: R
     qa_reason: o.qa_reason,
     is_test: o.is_test,
     is_throttled: o.is_throttle,
+    affiliate: o.affiliate_id
+      ? { affiliate_id: o.affiliate_id, click_id: o.affiliate_click_id, sub1: o.affiliate_sub1, sub2: o.affiliate_sub2, sub3: o.affiliate_sub3, sub4: o.affiliate_sub4, sub5: o.affiliate_sub5 }
+      : null,
     created_at: iso(o.created_at),
     updated_at: iso(o.updated_at),
   };

@@ -1,9 +1,9 @@
 import type { AppContext } from '../../app/context.ts';
-import { ok } from '../../app/envelope.ts';
+import { EnvelopeError, ListEnvelope, ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
 import { SubscriptionUpdates } from './manage.ts';
 import { ReplacePaymentMethodBody, SubscriptionPaymentMethods } from './payment-method.ts';
-import { CancelSubscriptionBody, NoFieldsBody, RebillBody, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery, UpdateSubscriptionBody } from './schemas.ts';
+import { CancelSubscriptionBody, NoFieldsBody, RebillAnswer, RebillBody, RebillRefused, Subscription, SubscriptionEnvelope, SubscriptionParams, SubscriptionsQuery, UpdateSubscriptionBody } from './schemas.ts';
 
 const PROVIDER_FIRST =
   'An externally managed subscription (`externally_managed` true, billed by an extpay connection) is changed at the provider first; ' +
@@ -19,20 +19,25 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   const subscriptions = ctx.services.subscriptions;
   const updates = new SubscriptionUpdates(subscriptions, ctx.services.catalog);
   const tags = ['records'];
-  const action = { params: SubscriptionParams, response: { 200: SubscriptionEnvelope } };
+  const action = {
+    params: SubscriptionParams,
+    response: { 200: SubscriptionEnvelope },
+    errors: ['subscription_not_actionable', 'subscription_externally_managed', 'membership_missing', 'provider_rejected', 'gateway_unavailable', 'payment_in_progress', 'conflict', 'card_verification_declined'] as const,
+  };
 
-  app.get('/v1/subscriptions', { schema: { tags, summary: 'List subscriptions, newest first', querystring: SubscriptionsQuery } }, async (req) => {
+  app.get('/v1/subscriptions', { config: { permission: 'orders:view' }, schema: { tags, summary: 'List subscriptions, newest first', querystring: SubscriptionsQuery, response: { 200: ListEnvelope(Subscription) } } }, async (req) => {
     const page = await subscriptions.list(teamOf(req), req.query);
-    return { success: true, message: 'OK', data: page.items, has_more: page.has_more };
+    return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
   });
 
-  app.get('/v1/subscriptions/:id', { schema: { tags, summary: 'Retrieve a subscription', params: SubscriptionParams } }, async (req) =>
+  app.get('/v1/subscriptions/:id', { config: { permission: 'orders:view' }, schema: { tags, summary: 'Retrieve a subscription', params: SubscriptionParams, response: { 200: SubscriptionEnvelope } } }, async (req) =>
     ok(await subscriptions.get(teamOf(req), req.params.id)),
   );
 
   app.patch(
     '/v1/subscriptions/:id',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.updated' },
       schema: {
         tags,
         summary: 'Change a card subscription: next billing date, quantity, offer',
@@ -53,6 +58,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/subscriptions/:id/payment-method',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.payment_method_replaced' },
       schema: {
         tags,
         summary: "Replace a card subscription's card",
@@ -75,6 +81,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/subscriptions/:id/cancel',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.canceled' },
       schema: {
         tags,
         summary: 'Cancel a subscription',
@@ -97,6 +104,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/subscriptions/:id/pause',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.paused' },
       schema: {
         tags,
         summary: 'Pause a subscription',
@@ -111,6 +119,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/subscriptions/:id/resume',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.resumed' },
       schema: {
         tags,
         summary: 'Restart a paused subscription',
@@ -125,6 +134,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/subscriptions/:id/reactivate',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.reactivated' },
       schema: {
         tags,
         summary: 'Reactivate a cancelled subscription',
@@ -144,6 +154,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/subscriptions/:id/sync',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.synced' },
       schema: {
         tags,
         summary: 'Sync from Provider',
@@ -162,6 +173,7 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/subscriptions/:id/rebill',
     {
+      config: { permission: 'subscriptions:manage', audit: 'subscription.rebilled' },
       schema: {
         tags,
         summary: 'Rebill Now',
@@ -175,11 +187,13 @@ export function registerSubscriptionRoutes(app: Http, ctx: AppContext): void {
           '"Subscription is managed by a third party and cannot be billed manually." (spec 4.5). Paused or ended: 409 `subscription_not_actionable`.',
         params: SubscriptionParams,
         body: RebillBody,
+        errors: ['conflict', 'payment_in_progress', 'subscription_externally_managed', 'subscription_not_actionable', 'gateway_unavailable'],
+        response: { 200: RebillAnswer, 402: RebillRefused, 502: RebillRefused.or(EnvelopeError) },
       },
     },
     async (req, reply) => {
       const r = await ctx.services.checkout.rebill.rebillNow(teamOf(req), req.params.id, req.body?.cycle);
-      return reply.code(r.httpStatus).send(r.body);
+      return reply.code(r.httpStatus as 200).send(r.body as never);
     },
   );
 }

@@ -100,6 +100,25 @@ export const Subscription = z
 
 export const SubscriptionEnvelope = Envelope(Subscription);
 
+/** Rebill Now's answer (200, and the data of its 402 and 502): the subscription, the cycle billed and its rebill order. */
+export const RebillData = z
+  .object({
+    subscription: Subscription,
+    cycle: z.number().int(),
+    order_number: z.string().describe('The rebill order'),
+    transaction_id: z.string().nullable(),
+  })
+  .meta({ id: 'RebillResult' });
+export const RebillAnswer = z.object({ success: z.literal(true), message: z.string(), data: RebillData });
+export const RebillRefused = z
+  .object({
+    success: z.literal(false),
+    message: z.string(),
+    data: RebillData,
+    error: z.object({ type: z.string(), code: z.string().describe('`payment_declined` (402) or `payment_outcome_unknown` (502)'), decline_code: z.string().nullable().optional() }),
+  })
+  .meta({ id: 'RebillRefused' });
+
 export const RebillBody = z
   .object({
     cycle: z.number().int().min(1).max(100_000).optional().describe('The cycle you mean to bill (`cycle` of the subscription + 1); a repeat for a cycle already paid is refused instead of billing the next one.'),

@@ -52,3 +52,32 @@ export async function expireToken(db: Executor, tokenId: string, at: Date): Prom
 export async function updateTeam(db: Executor, teamId: string, patch: { name?: string; time_zone?: string }): Promise<Row<'teams'> | undefined> {
   return db.updateTable('teams').set(patch).where('id', '=', teamId).returningAll().executeTakeFirst();
 }
+
+export async function findTokenForUpdate(db: Executor, tokenId: string): Promise<Row<'api_tokens'> | undefined> {
+  return db.selectFrom('api_tokens').selectAll().where('id', '=', tokenId).forUpdate().executeTakeFirst();
+}
+
+/** A team's tokens, newest first; `status` narrows to active, revoked or expired ones. */
+export async function listTokenPage(
+  db: Executor,
+  teamId: string,
+  afterSeq: number | null,
+  limit: number,
+  status: 'active' | 'revoked' | 'expired' | null,
+): Promise<Row<'api_tokens'>[]> {
+  let q = db.selectFrom('api_tokens').selectAll().where('team_id', '=', teamId);
+  const now = new Date();
+  if (status === 'revoked') q = q.where('revoked_at', 'is not', null);
+  if (status === 'active') q = q.where('revoked_at', 'is', null).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]));
+  if (status === 'expired') q = q.where('revoked_at', 'is', null).where('expires_at', '<=', now);
+  if (afterSeq !== null) q = q.where('seq', '<', afterSeq);
+  return q.orderBy('seq', 'desc').limit(limit + 1).execute();
+}
+
+export async function retireToken(
+  db: Executor,
+  tokenId: string,
+  patch: { replaced_by: string; revoked_at?: Date; expires_at?: Date },
+): Promise<Row<'api_tokens'>> {
+  return db.updateTable('api_tokens').set(patch).where('id', '=', tokenId).returningAll().executeTakeFirstOrThrow();
+}

@@ -30,10 +30,10 @@ const UpdateTeam = z
 /** The team the token belongs to: its name and the time zone its billing runs in. */
 export function registerTeamRoutes(app: Http, ctx: AppContext): void {
   const tags = ['records'];
-  app.get('/v1/team', { schema: { tags, summary: "The token's team", response: { 200: Envelope(Team) } } }, async (req) => ok(await ctx.services.teams.get(teamOf(req))));
+  app.get('/v1/team', { config: { permission: 'team:view' }, schema: { tags, summary: "The token's team", response: { 200: Envelope(Team) } } }, async (req) => ok(await ctx.services.teams.get(teamOf(req))));
   app.patch(
     '/v1/team',
-    { schema: { tags, summary: "Update the team's name or time zone", body: UpdateTeam, response: { 200: Envelope(Team) } } },
+    { config: { permission: 'settings:manage', audit: 'team.updated' }, schema: { tags, summary: "Update the team's name or time zone", body: UpdateTeam, response: { 200: Envelope(Team) } } },
     async (req) => ok(await ctx.services.subscriptions.updateTeam(teamOf(req), req.body), 'Team updated.'),
   );
 }

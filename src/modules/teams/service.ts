@@ -2,22 +2,48 @@ import { ApiError } from '../../app/errors.ts';
 import { newId, randomToken } from '../../app/ids.ts';
 import { sha256Hex } from '../../app/secrets.ts';
 import type { Executor, Store } from '../../db/database.ts';
-import type { Row } from '../../db/schema.ts';
+import type { NewRow, Row } from '../../db/schema.ts';
+import { isAffiliateScoped, type Permission, PERMISSIONS, type Role, ROLE_PERMISSIONS } from '../access/permissions.ts';
+import type { Principal } from '../access/principal.ts';
 import * as repo from './repo.ts';
 
 /** API tokens are `csk_` + 40 random characters: recognisable to secret scanners, ~238 bits. */
 export const TOKEN_PREFIX = 'csk_';
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export interface AuthenticatedTeam {
-  teamId: string;
-  tokenId: string;
+/** What a token may do: its role's permissions, its explicit set, or (neither: a CLI operator token) the Team Owner's. */
+export function tokenPrincipal(token: Row<'api_tokens'>): Principal {
+  const role = (token.role as Role | null) ?? null;
+  const permissions = token.permissions
+    ? (token.permissions.filter((p) => p in PERMISSIONS) as Permission[])
+    : ROLE_PERMISSIONS[role ?? 'owner'];
+  const scoped = role !== null && isAffiliateScoped(role);
+  return {
+    teamId: token.team_id,
+    kind: 'token',
+    actorId: token.id,
+    label: `token ${token.name} (${TOKEN_PREFIX}…${token.token_hint})`,
+    tokenId: token.id,
+    userId: null,
+    sessionId: null,
+    providerId: null,
+    role: role ?? (token.permissions ? null : 'owner'),
+    permissions: new Set(permissions),
+    affiliateIds: scoped || token.affiliate_ids.length > 0 ? token.affiliate_ids : null,
+  };
 }
 
 export interface IssuedToken {
   token: Row<'api_tokens'>;
   /** The secret itself: shown once, never stored. */
   secret: string;
+}
+
+/** Inserts a token with a fresh secret; the secret is returned once and only its hash is stored. */
+export async function issueToken(db: Executor, fields: Omit<NewRow<'api_tokens'>, 'id' | 'token_hash' | 'token_hint'>): Promise<IssuedToken> {
+  const secret = TOKEN_PREFIX + randomToken(40);
+  const token = await repo.insertToken(db, { ...fields, id: newId('token'), token_hash: sha256Hex(secret), token_hint: secret.slice(-4) });
+  return { token, secret };
 }
 
 export function tokenView(t: Row<'api_tokens'>) {
@@ -61,22 +87,24 @@ export class TeamsService {
     return teamView(team);
   }
 
-  async createTeam(name: string): Promise<Row<'teams'>> {
-    return this.store.run((db) => repo.insertTeam(db, { id: newId('team'), name }));
+  /** A merchant team, or (kind 'provider') a Customer Service or Affiliate Provider organisation. */
+  async createTeam(name: string, kind: 'merchant' | 'provider' = 'merchant'): Promise<Row<'teams'>> {
+    return this.store.run((db) => repo.insertTeam(db, { id: newId('team'), name, kind }));
+  }
+
+  async kindOf(db: Executor, teamId: string): Promise<'merchant' | 'provider' | undefined> {
+    return (await repo.findTeam(db, teamId))?.kind;
   }
 
   async listTeams(): Promise<Row<'teams'>[]> {
     return this.store.run((db) => repo.listTeams(db));
   }
 
+  /** A full-access operator token (the CLI's and the demo's); the API's tokens carry a role or a permission set (tokens.ts). */
   async createToken(teamId: string, name: string): Promise<IssuedToken> {
     const team = await this.store.run((db) => repo.findTeam(db, teamId));
     if (!team) throw new ApiError('not_found', `Team ${teamId} not found.`);
-    const secret = TOKEN_PREFIX + randomToken(40);
-    const token = await this.store.run((db) =>
-      repo.insertToken(db, { id: newId('token'), team_id: teamId, name, token_hash: sha256Hex(secret), token_hint: secret.slice(-4) }),
-    );
-    return { token, secret };
+    return this.store.run((db) => issueToken(db, { team_id: teamId, name }));
   }
 
   async listTokens(teamId?: string): Promise<Row<'api_tokens'>[]> {
@@ -104,8 +132,8 @@ export class TeamsService {
     return { ...issued, old: updated ?? old };
   }
 
-  /** Resolves a bearer secret to its team, or throws 401. */
-  async authenticate(secret: string | undefined): Promise<AuthenticatedTeam> {
+  /** Resolves a bearer secret to its team and permissions, or throws 401. */
+  async authenticate(secret: string | undefined): Promise<Principal> {
     if (!secret || !secret.startsWith(TOKEN_PREFIX) || secret.length > 200) throw new ApiError('unauthenticated');
     const token = await this.store.run((db) => repo.findTokenByHash(db, sha256Hex(secret)));
     if (!token) throw new ApiError('unauthenticated');
@@ -116,6 +144,6 @@ export class TeamsService {
     if (!token.last_used_at || now.getTime() - token.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       await this.store.run((db) => repo.touchToken(db, token.id, now));
     }
-    return { teamId: token.team_id, tokenId: token.id };
+    return tokenPrincipal(token);
   }
 }

@@ -1,7 +1,6 @@
 import type { AppContext } from '../../app/context.ts';
-import { Envelope, ListEnvelope, ok } from '../../app/envelope.ts';
+import { Envelope, listed, ListEnvelope, ok } from '../../app/envelope.ts';
 import { type Http, teamOf } from '../../app/http.ts';
-import type { Page } from '../../db/pagination.ts';
 import {
   CreateEndpoint,
   DeliveriesQuery,
@@ -17,10 +16,6 @@ import {
 
 const tags = ['webhooks'];
 
-function listed<T>(page: Page<T>) {
-  return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
-}
-
 const SIGNING =
   'Deliveries are POSTed as JSON (the event exactly as `GET /v1/events/{id}` shows it) and signed the Standard Webhooks way: ' +
   '`webhook-id` is the event id, the same on every attempt and on replays; `webhook-timestamp` and `webhook-signature` ' +
@@ -35,6 +30,7 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/webhook-endpoints',
     {
+      config: { permission: 'webhooks:manage', audit: 'webhook_endpoint.created' },
       schema: {
         tags,
         summary: 'Create a webhook endpoint',
@@ -47,17 +43,18 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
   );
   app.get(
     '/v1/webhook-endpoints',
-    { schema: { tags, summary: 'List webhook endpoints, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(Endpoint) } } },
+    { config: { permission: 'webhooks:manage' }, schema: { tags, summary: 'List webhook endpoints, newest first', querystring: StrictListQuery, response: { 200: ListEnvelope(Endpoint) } } },
     async (req) => listed(await webhooks.listEndpoints(teamOf(req), req.query)),
   );
   app.get(
     '/v1/webhook-endpoints/:id',
-    { schema: { tags, summary: 'Retrieve a webhook endpoint', params: IdParams, response: { 200: Envelope(Endpoint) } } },
+    { config: { permission: 'webhooks:manage' }, schema: { tags, summary: 'Retrieve a webhook endpoint', params: IdParams, response: { 200: Envelope(Endpoint) } } },
     async (req) => ok(await webhooks.getEndpoint(teamOf(req), req.params.id)),
   );
   app.patch(
     '/v1/webhook-endpoints/:id',
     {
+      config: { permission: 'webhooks:manage', audit: 'webhook_endpoint.updated' },
       schema: {
         tags,
         summary: 'Update a webhook endpoint',
@@ -74,6 +71,7 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
   app.delete(
     '/v1/webhook-endpoints/:id',
     {
+      config: { permission: 'webhooks:manage', audit: 'webhook_endpoint.deleted' },
       schema: {
         tags,
         summary: 'Delete (deactivate) a webhook endpoint',
@@ -89,6 +87,7 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/webhook-endpoints/:id/rotate-secret',
     {
+      config: { permission: 'webhooks:manage', audit: 'webhook_endpoint.secret_rotated' },
       schema: {
         tags,
         summary: "Rotate an endpoint's signing secret",
@@ -106,6 +105,7 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
   app.get(
     '/v1/webhook-endpoints/:id/deliveries',
     {
+      config: { permission: 'webhooks:manage' },
       schema: {
         tags,
         summary: "List an endpoint's deliveries, newest first",
@@ -119,6 +119,7 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
   app.get(
     '/v1/webhook-deliveries/:id',
     {
+      config: { permission: 'webhooks:manage' },
       schema: {
         tags,
         summary: 'Retrieve a webhook delivery with its attempts',
@@ -132,6 +133,7 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
   app.post(
     '/v1/webhook-deliveries/:id/replay',
     {
+      config: { permission: 'webhooks:manage', audit: 'webhook_delivery.replayed' },
       schema: {
         tags,
         summary: 'Replay a webhook delivery',

@@ -15,6 +15,8 @@ export interface SendOptions {
   timeoutMs: number;
   /** Refuse non-public addresses (the SSRF guard); off only when the operator allows private targets. */
   guard: boolean;
+  /** GET sends no body (affiliate postbacks: the values travel in the URL). Default POST. */
+  method?: 'GET' | 'POST';
 }
 
 function errorText(err: unknown, timeoutMs: number): string {
@@ -64,8 +66,8 @@ export function postWebhook(target: string, body: string, headers: Record<string
     const req = client.request(
       url,
       {
-        method: 'POST',
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        method: opts.method ?? 'POST',
+        headers: opts.method === 'GET' ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         agent: false,
         signal: AbortSignal.timeout(opts.timeoutMs),
         ...(opts.guard ? { lookup: guardedLookup() } : {}),
@@ -97,6 +99,6 @@ export function postWebhook(target: string, body: string, headers: Record<string
       },
     );
     req.on('error', fail);
-    req.end(body);
+    req.end(opts.method === 'GET' ? undefined : body);
   });
 }

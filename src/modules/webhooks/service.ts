@@ -25,6 +25,10 @@ import { resolveAll, type ResolveAll, targetRefusal } from './targets.ts';
 import { presentFields } from '../../db/helpers.ts';
 
 export { GONE_REASON, USER_AGENT } from './delivery.ts';
+/** The delivery pieces affiliate postbacks reuse: the guarded sender, the retry schedule, the SSRF check at registration. */
+export { postWebhook, type SendResult } from './sender.ts';
+export { retryAfterMs, retryDelayMs } from './schedule.ts';
+export { targetRefusal } from './targets.ts';
 
 export interface WebhooksOptions {
   /** Let endpoints target loopback, private and other non-public addresses (development and tests only). */
