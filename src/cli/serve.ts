@@ -50,10 +50,12 @@ export function portError(err: unknown, setting: string, host: string, port: num
 /**
  * Takes the API port before anything is written, so a busy port fails the start before the demo is
  * seeded; released just before Fastify listens on it. PORT=0 (any free port) needs no check.
+ * A client that connects meanwhile (a health check polling for the start) is hung up on at once:
+ * a held connection would keep `close()` from finishing, and the start would wait for it forever.
  */
 async function claimPort(host: string, port: number): Promise<net.Server | undefined> {
   if (port === 0) return undefined;
-  const probe = net.createServer();
+  const probe = net.createServer((socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     probe.once('error', (err) => reject(portError(err, 'PORT', host, port)));
     probe.listen({ host, port, exclusive: true }, () => resolve());
