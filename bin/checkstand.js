@@ -33,6 +33,12 @@ function int(value) {
   return n;
 }
 
+function positiveInt(value) {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a whole number of 1 or more');
+  return n;
+}
+
 function buildCli() {
   const program = new Command('checkstand')
     .description('Checkstand: self-hostable checkout and order-management API.\nConfiguration is read from the environment: see the README.')
@@ -49,8 +55,13 @@ function buildCli() {
   program
     .command('serve')
     .description('Run the HTTP API (applies migrations first)')
-    .option('--with-worker', 'also run the worker in this process', false)
-    .action(async (o) => (await load('serve')).serve({ worker: o.withWorker, seedIfEmpty: false, sandbox: false }));
+    .option('--with-worker', 'also run the worker in this process (with --processes N: once, in the supervising process)', false)
+    .option(
+      '--processes <n>',
+      'API processes sharing the port, PostgreSQL only (default: SERVE_PROCESSES, else one per CPU core when NODE_ENV=production, else 1)',
+      positiveInt,
+    )
+    .action(async (o) => (await load('serve')).serve({ worker: o.withWorker, seedIfEmpty: false, sandbox: false, processes: o.processes ?? 'auto' }));
 
   program
     .command('sandbox')

@@ -3,11 +3,12 @@
  * `start`), the demo on an empty database, the banner on every start, and the control socket the
  * CLI's token commands use while this process holds the embedded database.
  */
+import cluster from 'node:cluster';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { loadConfig } from '../app/config.ts';
+import { type Config, loadConfig } from '../app/config.ts';
 import { type Runtime, StartupError, openRuntime } from '../app/runtime.ts';
 import { type DemoSeed, seedDemo } from '../app/seed.ts';
 import { buildServer } from '../app/server.ts';
@@ -17,6 +18,7 @@ import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
 import { startWorker } from '../worker/worker.ts';
 import { demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
 import { banner, type PrintedToken } from './banner.ts';
+import { resolveProcessCount, superviseApiProcesses } from './cluster.ts';
 import { type ControlServer, startControlServer } from './control.ts';
 
 /** The name of the token `start` prints for the demo team. */
@@ -90,19 +92,109 @@ function writeDemoState(dataDir: string, state: DemoState): void {
   fs.renameSync(`${file}.tmp`, file);
 }
 
-function databaseLabel(rt: Runtime): string {
-  if (rt.ctx.store.kind === 'pglite') return `embedded database in ${rt.config.dataDir}`;
+function databaseLabel(config: Config): string {
+  if (!config.databaseUrl) return `embedded database in ${config.dataDir}`;
   try {
-    const u = new URL(rt.config.databaseUrl!);
+    const u = new URL(config.databaseUrl);
     return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}`;
   } catch {
     return 'PostgreSQL';
   }
 }
 
-export async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandbox: boolean }): Promise<void> {
-  // The ports first: a busy one fails the start before the database is opened or anything written.
+/**
+ * A debug setting for checking that requests reach several API processes: every answer carries
+ * `x-checkstand-pid`. Off by default (a pid tells a caller nothing it needs).
+ */
+const PID_HEADER = 'x-checkstand-pid';
+function pidHeaderWanted(): boolean {
+  return /^(1|true|yes|on)$/i.test(process.env.CHECKSTAND_DEBUG_PID_HEADER ?? '');
+}
+
+export interface ServeOptions {
+  worker: boolean;
+  seedIfEmpty: boolean;
+  sandbox: boolean;
+  /** `checkstand serve`: `--processes`, or 'auto' (SERVE_PROCESSES, else the production default). Unset (`start`): one process. */
+  processes?: number | 'auto';
+}
+
+export async function serve(opts: ServeOptions): Promise<void> {
   const config = loadConfig();
+  // A child of `serve --processes N`: the API alone; the primary owns the port claim, the
+  // migrations, the banner and the worker.
+  if (cluster.isWorker && process.env.CHECKSTAND_CLUSTER_CHILD === '1') return serveOne({ ...opts, worker: false, seedIfEmpty: false, sandbox: false }, config, true);
+  if (opts.processes !== undefined) {
+    const n = resolveProcessCount(opts.processes === 'auto' ? undefined : opts.processes, process.env);
+    if (n.count > 1 && !config.databaseUrl) {
+      if (n.explicit) {
+        throw new StartupError(
+          `${n.setting} needs PostgreSQL (DATABASE_URL): the embedded database in ${config.dataDir} has one owner process; run one API process (--processes 1, or unset SERVE_PROCESSES) or set DATABASE_URL`,
+        );
+      }
+    } else if (n.count > 1) {
+      return servePrimary(opts, config, n.count);
+    }
+  }
+  return serveOne(opts, config, false);
+}
+
+/**
+ * The primary of `serve --processes N`: claims the port (a busy one fails the start before
+ * anything else), applies the migrations once, releases the port and forks the N API processes
+ * that share it, prints the banner once they all listen, and stops them all on SIGTERM/SIGINT.
+ * `--with-worker` runs the outbox worker here, in the primary, once: not in every child (one
+ * worker per `serve`, however many API processes), and a crashed API child does not take it down.
+ */
+async function servePrimary(opts: ServeOptions, config: Config, count: number): Promise<void> {
+  const claimed = await claimPort(config.host, config.port);
+  const release = () => new Promise((r) => (claimed ? claimed.close(r) : r(undefined)));
+  let rt: Runtime | undefined;
+  try {
+    rt = await openRuntime({ config });
+  } catch (err) {
+    await release();
+    throw err;
+  }
+  const { ctx, log } = rt;
+  surviveDatabaseOutages(log);
+  const worker = opts.worker ? startWorker(ctx, log) : undefined;
+  if (!worker) await rt.close();
+  await release();
+
+  let port: number;
+  let processes: Awaited<ReturnType<typeof superviseApiProcesses>>['processes'];
+  try {
+    ({ port, processes } = await superviseApiProcesses(count, log));
+  } catch (err) {
+    await worker?.stop().catch(() => {});
+    if (worker) await rt.close().catch(() => {});
+    throw err;
+  }
+  const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+  log.info({ url: baseUrl, database: ctx.store.kind, processes: processes.pids(), worker: Boolean(worker) }, 'checkstand serving');
+  process.stdout.write(banner({ baseUrl, database: databaseLabel(config), demo: false }) + '\n');
+  process.stdout.write(`  Processes    ${count} API processes (pids ${processes.pids().join(', ')}; this one, ${process.pid}, supervises${worker ? ' and runs the worker' : ''})\n\n`);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal }, 'shutting down');
+    await processes.stop();
+    if (worker) {
+      await worker.stop().catch(() => {});
+      await Promise.resolve(ctx.services.mail.close()).catch(() => {});
+      await rt!.close().catch(() => {});
+    }
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolean): Promise<void> {
+  // The ports first: a busy one fails the start before the database is opened or anything written.
   const cleanups: Array<() => Promise<unknown>> = [];
   let rt: Runtime | undefined;
   const cleanup = async () => {
@@ -113,10 +205,12 @@ export async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandb
     const sandboxOpts = sandboxOptionsFromEnv();
     const sandbox = opts.sandbox ? await startSandbox(sandboxOpts).catch((err: unknown) => Promise.reject(portError(err, 'SANDBOX_PORT', sandboxOpts.host ?? '127.0.0.1', sandboxOpts.port ?? 0))) : undefined;
     if (sandbox) cleanups.push(() => sandbox.close());
-    const claimed = await claimPort(config.host, config.port);
+    // A cluster child shares the port the primary claimed and released: it claims nothing, and
+    // the primary has applied the migrations.
+    const claimed = clusterChild ? undefined : await claimPort(config.host, config.port);
     cleanups.push(() => new Promise((r) => (claimed ? claimed.close(r) : r(undefined))));
 
-    rt = await openRuntime({ config });
+    rt = await openRuntime({ config, migrate: !clusterChild });
     const { ctx, log } = rt;
     surviveDatabaseOutages(log);
     const embedded = ctx.store.kind === 'pglite';
@@ -141,6 +235,7 @@ export async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandb
     // Demo funnel (web/demo) on `npm start`: /demo, with a fresh `demo-funnel` token of the demo team held server-side, never printed.
     const demo = opts.seedIfEmpty ? await demoFunnelOptions(ctx, seed) : undefined;
     if (demo) enableDemoFunnel(app, demo);
+    if (pidHeaderWanted()) app.addHook('onRequest', async (_req, reply) => void reply.header(PID_HEADER, String(process.pid)));
     await new Promise((r) => (claimed ? claimed.close(r) : r(undefined)));
     try {
       await app.listen({ host: config.host, port: config.port });
@@ -169,10 +264,10 @@ export async function serve(opts: { worker: boolean; seedIfEmpty: boolean; sandb
     if (socket) cleanups.push(() => socket.close());
 
     log.info({ url: baseUrl, database: ctx.store.kind, data_dir: embedded ? config.dataDir : undefined }, 'checkstand serving');
-    process.stdout.write(
+    if (!clusterChild) process.stdout.write(
       banner({
         baseUrl,
-        database: databaseLabel(rt),
+        database: databaseLabel(rt.config),
         sandboxUrl: sandbox?.url,
         demo: Boolean(demo),
         demoTeamId: state?.team_id,

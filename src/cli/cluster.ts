@@ -1,0 +1,137 @@
+/**
+ * `checkstand serve --processes N`: how many API processes, and the primary's supervision of them.
+ * The children are node:cluster workers sharing the API port (the primary accepts connections and
+ * hands them out in turn); each runs the ordinary `serve` path. A child that dies is replaced,
+ * with a growing delay when children keep dying soon after they start, and a stop ends them all.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import os from 'node:os';
+import type { Logger } from 'pino';
+import { StartupError } from '../app/runtime.ts';
+
+/** The serve command's `--processes`: a number, or unset (then SERVE_PROCESSES, then the default). */
+export type ProcessesOption = number | undefined;
+
+export interface ProcessCount {
+  count: number;
+  /** Asked for (flag or SERVE_PROCESSES), as opposed to the production default. */
+  explicit: boolean;
+  /** The setting it came from, for messages. */
+  setting: string;
+}
+
+/**
+ * `--processes`, else SERVE_PROCESSES, else the number of cores when NODE_ENV=production, else 1.
+ * The production default is not an explicit ask: on the embedded database it quietly stays at 1.
+ */
+export function resolveProcessCount(flag: ProcessesOption, env: NodeJS.ProcessEnv): ProcessCount {
+  if (flag !== undefined) {
+    if (!Number.isInteger(flag) || flag < 1) throw new StartupError(`--processes must be a whole number of 1 or more, got ${flag}`);
+    return { count: flag, explicit: true, setting: `--processes ${flag}` };
+  }
+  const raw = env.SERVE_PROCESSES;
+  if (raw !== undefined && raw !== '') {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new StartupError(`SERVE_PROCESSES must be a whole number of 1 or more, got "${raw}"`);
+    return { count: n, explicit: true, setting: `SERVE_PROCESSES=${n}` };
+  }
+  if (env.NODE_ENV === 'production') return { count: os.availableParallelism(), explicit: false, setting: 'NODE_ENV=production (one per core)' };
+  return { count: 1, explicit: false, setting: 'default' };
+}
+
+/** A child that lived this long before dying is not "crashing at start": it is replaced at once. */
+const HEALTHY_UPTIME_MS = 30_000;
+const FIRST_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 30_000;
+/** How long a stop waits for the children to finish their requests before SIGKILL. */
+const STOP_TIMEOUT_MS = 30_000;
+
+export interface ApiProcesses {
+  /** Pids of the children running now. */
+  pids(): number[];
+  /** SIGTERM to every child (each closes its server and database pool), SIGKILL after the timeout. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Forks `count` children (running this same command line, so `serve` takes the child path in each)
+ * and resolves once all of them listen, with the port they share. A child that exits before the
+ * first start is complete fails the start: the same error would repeat in every replacement.
+ */
+export function superviseApiProcesses(count: number, log: Logger): Promise<{ port: number; processes: ApiProcesses }> {
+  const started = new Map<number, number>();
+  const timers = new Set<NodeJS.Timeout>();
+  let closing = false;
+  let ready = false;
+  let quickDeaths = 0;
+
+  const fork = (): Worker => {
+    const w = cluster.fork({ CHECKSTAND_CLUSTER_CHILD: '1' });
+    started.set(w.id, Date.now());
+    return w;
+  };
+
+  const processes: ApiProcesses = {
+    pids: () => Object.values(cluster.workers ?? {}).flatMap((w) => (w?.process.pid ? [w.process.pid] : [])),
+    async stop() {
+      closing = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      const live = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && !w.isDead());
+      await Promise.all(
+        live.map(
+          (w) =>
+            new Promise<void>((resolve) => {
+              if (w.isDead()) return resolve();
+              const kill = setTimeout(() => {
+                log.warn({ child_pid: w.process.pid, timeout_ms: STOP_TIMEOUT_MS }, 'API process did not stop in time: killing it');
+                w.process.kill('SIGKILL');
+              }, STOP_TIMEOUT_MS);
+              w.once('exit', () => {
+                clearTimeout(kill);
+                resolve();
+              });
+              w.process.kill('SIGTERM');
+            }),
+        ),
+      );
+    },
+  };
+
+  return new Promise((resolve, reject) => {
+    const listening = new Set<number>();
+    let port = 0;
+    cluster.on('listening', (w, address) => {
+      log.info({ child_pid: w.process.pid, port: address.port }, 'API process listening');
+      if (ready) return;
+      listening.add(w.id);
+      port = address.port;
+      if (listening.size === count) {
+        ready = true;
+        resolve({ port, processes });
+      }
+    });
+    cluster.on('exit', (w, code, signal) => {
+      const startedAt = started.get(w.id) ?? Date.now();
+      started.delete(w.id);
+      if (closing) return;
+      if (!ready) {
+        closing = true;
+        void processes.stop().then(() => reject(new StartupError(`an API process (pid ${w.process.pid}) exited (${signal ?? `code ${code}`}) before it listened: its error is above`)));
+        return;
+      }
+      const livedMs = Date.now() - startedAt;
+      quickDeaths = livedMs >= HEALTHY_UPTIME_MS ? 0 : quickDeaths + 1;
+      const delayMs = quickDeaths === 0 ? 0 : Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (quickDeaths - 1));
+      log.error({ child_pid: w.process.pid, code, signal, lived_ms: livedMs, restart_in_ms: delayMs }, 'API process died: starting a new one');
+      const t = setTimeout(() => {
+        timers.delete(t);
+        if (closing) return;
+        const next = fork();
+        log.warn({ child_pid: next.process.pid, replaces: w.process.pid }, 'API process restarted');
+      }, delayMs);
+      timers.add(t);
+    });
+    for (let i = 0; i < count; i++) fork();
+  });
+}
