@@ -1,0 +1,214 @@
+/**
+ * `checkstand serve --processes 2`: two API processes answer on one port, a killed one is
+ * replaced while the port keeps answering, SIGTERM stops everything with exit 0; on the embedded
+ * database more than one process is refused with a one-line error naming the setting.
+ *
+ * Real `node bin/checkstand.js serve` processes on a scratch PostgreSQL database (the pattern of
+ * test/reliability/processes.ts, copied here). Which process answered is read from the
+ * `x-checkstand-pid` header that CHECKSTAND_DEBUG_PID_HEADER=1 turns on; each request uses a new
+ * connection (the primary hands out connections, not requests).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const BIN = path.resolve('bin/checkstand.js');
+const SERVER_URL = process.env.TEST_DATABASE_URL;
+const SECRET_KEY = 'd4'.repeat(32);
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A process is alive while signal 0 reaches it. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** GET on a fresh connection (no keep-alive): status and the answering pid, or the network error. */
+function get(port: number, p: string): Promise<{ status: number; pid: number | undefined } | { error: string }> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: p, agent: false, timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        const raw = res.headers['x-checkstand-pid'];
+        resolve({ status: res.statusCode ?? 0, pid: raw ? Number(raw) : undefined });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (err) => resolve({ error: (err as NodeJS.ErrnoException).code ?? err.message }));
+  });
+}
+
+/** The pids that answered `n` requests, each on its own connection; throws on any non-200. */
+async function answeringPids(port: number, n: number): Promise<Set<number>> {
+  const pids = new Set<number>();
+  for (let i = 0; i < n; i++) {
+    const r = await get(port, '/healthz');
+    if ('error' in r) throw new Error(`GET /healthz failed: ${r.error}`);
+    if (r.status !== 200) throw new Error(`GET /healthz answered ${r.status}`);
+    if (r.pid === undefined) throw new Error('no x-checkstand-pid header: CHECKSTAND_DEBUG_PID_HEADER is not honoured');
+    pids.add(r.pid);
+  }
+  return pids;
+}
+
+class Serve {
+  readonly child: ChildProcess;
+  output = '';
+  constructor(args: string[], env: NodeJS.ProcessEnv) {
+    this.child = spawn(process.execPath, [BIN, 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    live.add(this.child);
+    this.child.once('exit', () => live.delete(this.child));
+    this.child.stdout!.on('data', (d: Buffer) => (this.output += String(d)));
+    this.child.stderr!.on('data', (d: Buffer) => (this.output += String(d)));
+  }
+  exited(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    const c = this.child;
+    if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve({ code: c.exitCode, signal: c.signalCode });
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`serve did not exit within ${timeoutMs} ms:\n${this.output.slice(-3000)}`)), timeoutMs);
+      c.once('exit', (code, signal) => {
+        clearTimeout(t);
+        resolve({ code, signal });
+      });
+    });
+  }
+}
+
+function baseEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env, CHECKSTAND_SECRET_KEY: SECRET_KEY, LOG_LEVEL: 'info', CHECKSTAND_DEBUG_PID_HEADER: '1' };
+  delete env.SERVE_PROCESSES;
+  delete env.NODE_ENV;
+  return env;
+}
+
+describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATABASE_URL; skipped without it)', () => {
+  const dbName = `serve_procs_${randomBytes(5).toString('hex')}`;
+  let dbUrl = '';
+  let port = 0;
+  let serve: Serve | undefined;
+
+  const admin = async (q: string) => {
+    const c = new pg.Client({ connectionString: SERVER_URL, connectionTimeoutMillis: 10_000 });
+    await c.connect();
+    try {
+      await c.query(q);
+    } finally {
+      await c.end();
+    }
+  };
+
+  beforeAll(async () => {
+    await admin(`CREATE DATABASE ${dbName}`);
+    const u = new URL(SERVER_URL!);
+    u.pathname = `/${dbName}`;
+    dbUrl = u.toString();
+    port = await freePort();
+  });
+
+  afterAll(async () => {
+    if (serve && serve.child.exitCode === null && serve.child.signalCode === null) {
+      serve.child.kill('SIGKILL');
+      await serve.exited(10_000).catch(() => {});
+    }
+    await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  });
+
+  it('answers on one port from two processes, replaces a killed one, and stops on SIGTERM with exit 0', async () => {
+    serve = new Serve(['--processes', '2'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(port) });
+    const primary = serve.child.pid!;
+
+    // Ready when the banner (printed once every child listens) is out.
+    const deadline = Date.now() + 90_000;
+    while (!serve.output.includes('Checkstand is running')) {
+      if (serve.child.exitCode !== null || serve.child.signalCode !== null) throw new Error(`serve exited before it was ready:\n${serve.output}`);
+      if (Date.now() > deadline) throw new Error(`serve was not ready within 90 s:\n${serve.output}`);
+      await sleep(50);
+    }
+    expect(serve.output.match(/Checkstand is running/g)).toHaveLength(1);
+    expect(serve.output).toMatch(/Processes {4}2 API processes/);
+
+    const first = await answeringPids(port, 12);
+    expect(first.size).toBe(2);
+    expect(first.has(primary)).toBe(false);
+
+    // SIGKILL one child: once the primary has seen it die, the port keeps answering (from the
+    // other child), and a new child takes its place. (A connection handed to the child in the
+    // instant it dies is lost with it, as with any crashed server; the primary stops handing
+    // connections to it when it learns of the exit, which is what the log line says.)
+    const [victim, survivor] = [...first] as [number, number];
+    process.kill(victim, 'SIGKILL');
+    const noticed = Date.now() + 30_000;
+    while (!serve.output.includes('API process died: starting a new one')) {
+      if (Date.now() > noticed) throw new Error(`the primary did not notice the killed API process within 30 s:\n${serve.output.slice(-3000)}`);
+      await sleep(20);
+    }
+    const replaced = Date.now() + 60_000;
+    let seen = new Set<number>();
+    for (;;) {
+      seen = await answeringPids(port, 6);
+      expect(seen.has(victim)).toBe(false);
+      if (seen.size === 2) break;
+      if (Date.now() > replaced) throw new Error(`no replacement for the killed API process within 60 s (answering: ${[...seen].join(', ')}):\n${serve.output.slice(-3000)}`);
+      await sleep(100);
+    }
+    expect(seen.has(survivor)).toBe(true);
+    const replacement = [...seen].find((p) => p !== survivor)!;
+    expect(replacement).not.toBe(victim);
+    expect(alive(victim)).toBe(false);
+
+    // SIGTERM to the primary: every process stops, the primary exits 0.
+    serve.child.kill('SIGTERM');
+    const end = await serve.exited(60_000);
+    expect(end).toEqual({ code: 0, signal: null });
+    for (const pid of [survivor, replacement]) expect(alive(pid), `API process ${pid} still running after the primary exited`).toBe(false);
+    const after = await get(port, '/healthz');
+    expect('error' in after ? after.error : after.status).toBe('ECONNREFUSED');
+  });
+});
+
+describe('serve --processes 2 on the embedded database', () => {
+  it('is refused at once with one line naming the setting', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-procs-'));
+    try {
+      const env = { ...baseEnv(), CHECKSTAND_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(await freePort()) };
+      delete env.DATABASE_URL;
+      const s = new Serve(['--processes', '2'], env);
+      const end = await s.exited(60_000);
+      expect(end.code).not.toBe(0);
+      const lines = s.output.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^checkstand: --processes 2 needs PostgreSQL \(DATABASE_URL\)/);
+      expect(fs.readdirSync(dataDir)).toEqual([]);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
