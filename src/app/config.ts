@@ -47,6 +47,8 @@ export interface Config {
   cookieSecure: boolean;
   /** When to answer 503 at once instead of queueing. */
   overload: OverloadSettings;
+  /** CONFIG_CACHE_TTL_MS: how long a process trusts its cached configuration (tokens, campaigns, offers, gateways, endpoints, fraud rules) that another process changed; 0: no cache. */
+  configCacheTtlMs: number;
 }
 
 export interface RebillSettings {
@@ -116,6 +118,13 @@ function msListFrom(value: string | undefined, fallback: number[], name: string)
   });
 }
 
+/** Default 1 s: the longest another process may act on a token or configuration changed elsewhere. */
+export const DEFAULT_CONFIG_CACHE_TTL_MS = 1_000;
+
+export function configCacheTtlMsFrom(env: NodeJS.ProcessEnv): number {
+  return intFrom(env.CONFIG_CACHE_TTL_MS, DEFAULT_CONFIG_CACHE_TTL_MS, 'CONFIG_CACHE_TTL_MS');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     databaseUrl: env.DATABASE_URL || undefined,
@@ -145,5 +154,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: rateLimitsFrom(env),
     cookieSecure: boolFrom(env.COOKIE_SECURE, false, 'COOKIE_SECURE'),
     overload: overloadFrom(env),
+    configCacheTtlMs: configCacheTtlMsFrom(env),
   };
 }

@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { clearConfigCaches, configureConfigCaches } from '../../src/app/cache.ts';
 import type { Clock } from '../../src/app/clock.ts';
 import { loadConfig } from '../../src/app/config.ts';
 import { type AppContext, createContext } from '../../src/app/context.ts';
@@ -117,6 +118,8 @@ export interface TestApp {
   /** Every log line the server wrote, as JSON text. */
   logs: string[];
   newTeam(name?: string): Promise<TestTeam>;
+  /** Forgets the process's cached configuration (src/app/cache.ts): for a test that changes it with SQL, behind the services' back. */
+  clearCaches(): void;
   anonymous: ApiClient;
   /** The Fastify instance (test/contract.test.ts reads and spoils its OpenAPI document). */
   server: Http;
@@ -177,6 +180,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
   const { store, drop } = await openTestStore();
   const config = { ...loadConfig({ ...UNREACHED_LIMITS, ...env }), port: 0 };
   const secrets = new Secrets(Buffer.alloc(32, 7));
+  configureConfigCaches(store, { ttlMs: config.configCacheTtlMs });
   const ctx = createContext(config, store, secrets, opts.clock);
   const logs: string[] = [];
   const sink = new Writable({
@@ -201,6 +205,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
     logs,
     anonymous: new ApiClient(url, undefined),
     server: app,
+    clearCaches: () => clearConfigCaches(store),
     async newTeam(name = 'Team') {
       const team = await ctx.services.teams.createTeam(name);
       const { secret } = await ctx.services.teams.createToken(team.id, 'test');
