@@ -53,6 +53,7 @@ describe('API tokens', () => {
 
     // An expired grace period refuses the old token.
     await app.store.run((db) => db.updateTable('api_tokens').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', t.token.id).execute());
+    app.clearCaches();
     const expired = await new ApiClient(app.url, t.secret).get('/v1/orders');
     expect(expired.status).toBe(401);
     expect(expired.body.error.code).toBe('token_expired');

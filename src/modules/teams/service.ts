@@ -1,3 +1,4 @@
+import { configCache } from '../../app/cache.ts';
 import { ApiError } from '../../app/errors.ts';
 import { newId, randomToken } from '../../app/ids.ts';
 import { sha256Hex } from '../../app/secrets.ts';
@@ -33,6 +34,27 @@ export function tokenPrincipal(token: Row<'api_tokens'>): Principal {
   };
 }
 
+/** A token as authentication caches it, by its secret's hash; `touchedAt` is this process's last last_used_at write. */
+interface CachedToken {
+  row: Readonly<Row<'api_tokens'>>;
+  touchedAt: number;
+}
+
+/**
+ * Token → principal without a query per request: the row by its secret's hash, for the cache's TTL.
+ * Every revocation or rotation that goes through this process drops the entry once it commits
+ * (`forgetToken`); another process keeps acting on its entry for at most the TTL (README: API tokens).
+ * Expiry is judged against the clock on every request, never cached as valid.
+ */
+export function tokenCache(store: Store) {
+  return configCache<CachedToken>(store, 'api_tokens');
+}
+
+/** Called by every write that revokes, expires or retires a token, after it committed. */
+export function forgetToken(store: Store, token: Pick<Row<'api_tokens'>, 'token_hash'> | undefined): void {
+  if (token) tokenCache(store).delete(token.token_hash);
+}
+
 export interface IssuedToken {
   token: Row<'api_tokens'>;
   /** The secret itself: shown once, never stored. */
@@ -64,7 +86,11 @@ export function teamView(t: Row<'teams'>) {
 }
 
 export class TeamsService {
-  constructor(private readonly store: Store) {}
+  private readonly tokens: ReturnType<typeof tokenCache>;
+
+  constructor(private readonly store: Store) {
+    this.tokens = tokenCache(store);
+  }
 
   /** The IANA time zone the team's billing days and nightly rebill hour are counted in (UTC unless set). */
   async timeZoneOf(db: Executor, teamId: string): Promise<string> {
@@ -114,6 +140,7 @@ export class TeamsService {
   async revokeToken(tokenId: string): Promise<Row<'api_tokens'>> {
     const revoked = await this.store.run((db) => repo.revokeToken(db, tokenId, new Date()));
     if (!revoked) throw new ApiError('not_found', `Active token ${tokenId} not found.`);
+    forgetToken(this.store, revoked);
     return revoked;
   }
 
@@ -128,6 +155,7 @@ export class TeamsService {
     const until = new Date(Date.now() + graceSeconds * 1000);
     if (graceSeconds === 0) await this.store.run((db) => repo.revokeToken(db, tokenId, until));
     else await this.store.run((db) => repo.expireToken(db, tokenId, until));
+    forgetToken(this.store, old);
     const updated = await this.store.run((db) => repo.findToken(db, tokenId));
     return { ...issued, old: updated ?? old };
   }
@@ -135,13 +163,19 @@ export class TeamsService {
   /** Resolves a bearer secret to its team and permissions, or throws 401. */
   async authenticate(secret: string | undefined): Promise<Principal> {
     if (!secret || !secret.startsWith(TOKEN_PREFIX) || secret.length > 200) throw new ApiError('unauthenticated');
-    const token = await this.store.run((db) => repo.findTokenByHash(db, sha256Hex(secret)));
-    if (!token) throw new ApiError('unauthenticated');
+    const hash = sha256Hex(secret);
+    const cached = await this.tokens.get(hash, async () => {
+      const row = await this.store.run((db) => repo.findTokenByHash(db, hash));
+      return row ? { row: Object.freeze(row), touchedAt: row.last_used_at?.getTime() ?? 0 } : undefined;
+    });
+    if (!cached) throw new ApiError('unauthenticated');
+    const token = cached.row;
     const now = new Date();
     if (token.revoked_at) throw new ApiError('token_revoked');
     if (token.expires_at && token.expires_at <= now) throw new ApiError('token_expired');
     // last_used_at to the minute: one write per token per minute, not one per request.
-    if (!token.last_used_at || now.getTime() - token.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+    if (now.getTime() - cached.touchedAt > LAST_USED_RESOLUTION_MS) {
+      cached.touchedAt = now.getTime();
       await this.store.run((db) => repo.touchToken(db, token.id, now));
     }
     return tokenPrincipal(token);

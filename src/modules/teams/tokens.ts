@@ -5,7 +5,7 @@ import type { Row } from '../../db/schema.ts';
 import { type Permission, PERMISSIONS, type Role, ROLE_PERMISSIONS } from '../access/permissions.ts';
 import type { Principal } from '../access/principal.ts';
 import * as repo from './repo.ts';
-import { issueToken, TOKEN_PREFIX, tokenPrincipal } from './service.ts';
+import { forgetToken, issueToken, TOKEN_PREFIX, tokenPrincipal } from './service.ts';
 
 /** Rotation keeps the old secret working this long unless told otherwise: a day to redeploy. */
 export const DEFAULT_ROTATION_GRACE_S = 86_400;
@@ -110,7 +110,7 @@ export class ApiTokensService {
    * `graceSeconds` (0: revoked at once) and points at its replacement.
    */
   async rotate(caller: Principal, id: string, graceSeconds: number) {
-    return this.store.transaction(async (db) => {
+    const rotated = await this.store.transaction(async (db) => {
       const old = await repo.findTokenForUpdate(db, id);
       if (!old || old.team_id !== caller.teamId) throw notFound(`API token ${id}`);
       if (old.revoked_at || (old.expires_at && old.expires_at <= new Date())) throw new ApiError('conflict', `API token ${id} is no longer active: create a new one.`);
@@ -130,8 +130,11 @@ export class ApiTokensService {
       // Never extend a token past an expiry it already had.
       const until = new Date(old.expires_at ? Math.min(old.expires_at.getTime(), graceEnd) : graceEnd);
       const retired = await repo.retireToken(db, id, { replaced_by: issued.token.id, ...(graceSeconds === 0 ? { revoked_at: now } : { expires_at: until }) });
-      return { token: { ...apiTokenView(issued.token), secret: issued.secret }, previous: apiTokenView(retired) };
+      return { retired, result: { token: { ...apiTokenView(issued.token), secret: issued.secret }, previous: apiTokenView(retired) } };
     });
+    // After the commit: this process refuses (or expires) the old secret on its very next request.
+    forgetToken(this.store, rotated.retired);
+    return rotated.result;
   }
 
   async revoke(teamId: string, id: string) {
@@ -139,6 +142,7 @@ export class ApiTokensService {
     if (!t || t.team_id !== teamId) throw notFound(`API token ${id}`);
     if (t.revoked_at) return apiTokenView(t);
     const revoked = await this.store.run((db) => repo.revokeToken(db, id, new Date()));
+    forgetToken(this.store, t);
     return apiTokenView(revoked ?? t);
   }
 }
