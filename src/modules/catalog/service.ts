@@ -6,6 +6,7 @@ import { type ListableTable, listPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import { assertOwnedRouting, type RoutingReferences } from '../gateways/service.ts';
 import { abandonmentColumns, abandonmentView } from '../leads/settings.ts';
+import { CatalogCache } from './cached.ts';
 import { OwnedReferences } from './references.ts';
 import * as repo from './repo.ts';
 import type {
@@ -132,15 +133,20 @@ function skuTaken(sku: string | null | undefined): ApiError {
 }
 
 export class CatalogService {
-  constructor(private readonly store: Store) {}
+  /** Campaigns, offers and upsells as the checkout reads them: cached per process, dropped here after each write (cached.ts). */
+  private readonly cache: CatalogCache;
 
-  /** Reads other modules run inside their own transaction: they pass its handle. */
+  constructor(private readonly store: Store) {
+    this.cache = new CatalogCache(store);
+  }
+
+  /** Reads other modules run inside their own transaction: they pass its handle. Cached rows: frozen, at most the cache's TTL behind another process's write. */
   findCampaign(db: Executor, teamId: string, id: string): Promise<Row<'campaigns'> | undefined> {
-    return repo.findCampaign(db, teamId, id);
+    return this.cache.campaign(db, teamId, id);
   }
 
   findOffers(db: Executor, teamId: string, ids: readonly string[]): Promise<Row<'offers'>[]> {
-    return repo.findOffers(db, teamId, ids);
+    return this.cache.offersOf(db, teamId, ids);
   }
 
   findCouponByCode(db: Executor, teamId: string, code: string): Promise<Row<'coupons'> | undefined> {
@@ -174,12 +180,14 @@ export class CatalogService {
   }
 
   findUpsell(db: Executor, teamId: string, id: string): Promise<Row<'upsells'> | undefined> {
-    return repo.findUpsell(db, teamId, id);
+    return this.cache.upsell(db, teamId, id);
   }
 
-  /** The mail module keeps the campaign's purchase-confirmation template here; null resets it. */
-  setCampaignPurchaseEmail(db: Executor, teamId: string, id: string, template: { subject: string; body: string } | null): Promise<Row<'campaigns'> | undefined> {
-    return repo.setCampaignPurchaseEmail(db, teamId, id, template);
+  /** The mail module keeps the campaign's purchase-confirmation template here; null resets it (outside a transaction: the cached campaign is dropped once it is written). */
+  async setCampaignPurchaseEmail(db: Executor, teamId: string, id: string, template: { subject: string; body: string } | null): Promise<Row<'campaigns'> | undefined> {
+    const row = await repo.setCampaignPurchaseEmail(db, teamId, id, template);
+    this.cache.forgetCampaign(teamId, id);
+    return row;
   }
 
   // ---- campaigns
@@ -221,6 +229,7 @@ export class CatalogService {
       const updated = await repo.updateCampaign(trx, teamId, id, { ...columns, ...abandonment?.patch });
       return abandonment?.switchedOn ? repo.stampAbandonmentEnabled(trx, teamId, id) : updated;
     });
+    this.cache.forgetCampaign(teamId, id);
     if (!row) throw notFound('Campaign');
     return campaignView(row);
   }
@@ -311,6 +320,7 @@ export class CatalogService {
     const fields = presentFields(patch);
     if (!fields) return this.getOffer(teamId, id);
     const row = await this.store.run((db) => repo.updateOffer(db, teamId, id, fields));
+    this.cache.forgetOffer(teamId, id);
     if (!row) throw notFound('Offer');
     return offerView(row);
   }
@@ -348,6 +358,7 @@ export class CatalogService {
     const fields = presentFields(patch);
     if (!fields) return this.getUpsell(teamId, id);
     const row = await this.store.run((db) => repo.updateUpsell(db, teamId, id, fields));
+    this.cache.forgetUpsell(teamId, id);
     if (!row) throw notFound('Upsell');
     return upsellView(row);
   }
