@@ -205,3 +205,14 @@ export async function findTestCardByHash(db: Executor, teamId: string, cardHash:
 export async function findGatewayById(db: Executor, id: string): Promise<Row<'gateways'> | undefined> {
   return db.selectFrom('gateways').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/** Up to `limit` of the team's blacklisted prefixes, for the configuration cache (card-lists.ts). */
+export async function listBinPrefixes(db: Executor, teamId: string, limit: number): Promise<Row<'bin_blacklist'>[]> {
+  return db.selectFrom('bin_blacklist').selectAll().where('team_id', '=', teamId).orderBy('seq').limit(limit).execute();
+}
+
+/** Up to `limit` of the team's test-card hashes, for the configuration cache (card-lists.ts). */
+export async function listTestCardHashes(db: Executor, teamId: string, limit: number): Promise<string[]> {
+  const rows = await db.selectFrom('test_cards').select('card_hash').where('team_id', '=', teamId).orderBy('seq').limit(limit).execute();
+  return rows.map((r) => r.card_hash);
+}

@@ -1,3 +1,4 @@
+import { configCache } from '../../app/cache.ts';
 import { notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
@@ -67,13 +68,30 @@ export function routerView(r: Row<'payment_routers'>, members: Row<'payment_rout
 
 /** Payment orchestrators (payment routers): an ordered set of the team's gateways a card payment is tried over. */
 export class PaymentRouters {
+  /** A router with its members and their gateways, cached per process; dropped after a change to it or to any gateway. */
+  private readonly cache;
+
   constructor(
     private readonly store: Store,
     private readonly volume: GatewayVolume,
-  ) {}
+  ) {
+    this.cache = configCache<RouterWithMembers>(store, 'payment_routers');
+  }
 
-  /** For the payment core, in its own transaction. */
-  async find(db: Executor, teamId: string, id: string): Promise<RouterWithMembers | undefined> {
+  /** For the payment core, in its own transaction. Shared and frozen: the members' caps are limits, the counters they limit are not cached (volume.ts). */
+  find(db: Executor, teamId: string, id: string): Promise<RouterWithMembers | undefined> {
+    return this.cache.get(`${teamId}\u0000${id}`, async () => {
+      const found = await this.load(db, teamId, id);
+      return found && Object.freeze({ router: Object.freeze(found.router), members: Object.freeze(found.members.map((m) => Object.freeze(m))) as RouterMemberWithGateway[] });
+    });
+  }
+
+  /** A gateway changed: every cached router may hold it as a member. */
+  forgetAll(): void {
+    this.cache.clear();
+  }
+
+  private async load(db: Executor, teamId: string, id: string): Promise<RouterWithMembers | undefined> {
     const router = await repo.findRouter(db, teamId, id);
     if (!router) return undefined;
     const members = await repo.listRouterMembers(db, teamId, [router.id]);
@@ -133,6 +151,7 @@ export class PaymentRouters {
       if (!router) throw notFound('Payment orchestrator');
       return { router, members: await repo.listRouterMembers(trx, teamId, [id]) };
     });
+    this.cache.delete(`${teamId}\u0000${id}`);
     return routerView(router, members);
   }
 

@@ -1,3 +1,4 @@
+import { configCache } from '../../app/cache.ts';
 import { invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
@@ -42,6 +43,8 @@ export class GatewaysService {
   readonly volume = new GatewayVolume();
   readonly routers: PaymentRouters;
   readonly cardLists: CardLists;
+  /** Gateway rows by (team, id), cached per process and dropped after each update here; monthly_cap is a limit, the volume it limits is never cached. */
+  private readonly gateways;
 
   constructor(
     private readonly store: Store,
@@ -50,12 +53,17 @@ export class GatewaysService {
   ) {
     this.routers = new PaymentRouters(store, this.volume);
     this.cardLists = new CardLists(store, secrets);
+    this.gateways = configCache<Readonly<Row<'gateways'>>>(store, 'gateways');
   }
 
   // ---- for the payment core: it passes its own transaction (or the root handle outside one)
 
+  /** Frozen and shared; at most the cache's TTL behind a change made by another process. */
   findGateway(db: Executor, teamId: string, id: string): Promise<Row<'gateways'> | undefined> {
-    return repo.findGateway(db, teamId, id);
+    return this.gateways.get(`${teamId}\u0000${id}`, async () => {
+      const row = await repo.findGateway(db, teamId, id);
+      return row && Object.freeze(row);
+    });
   }
 
   findRouter(db: Executor, teamId: string, id: string): Promise<RouterWithMembers | undefined> {
@@ -152,6 +160,8 @@ export class GatewaysService {
       if (updated && rest.monthly_cap != null) await this.volume.seed(trx, teamId, [id]);
       return updated;
     });
+    this.gateways.delete(`${teamId}\u0000${id}`);
+    this.routers.forgetAll();
     if (!row) throw notFound('Gateway');
     return this.gatewayView(row);
   }
