@@ -54,13 +54,23 @@ export async function enabledRules(db: Executor, teamId: string): Promise<Row<'f
 /**
  * Locks the (rule, key) row, creating it on first sight; held until the transaction ends. It must be
  * its own statement: a count in the same statement would read the snapshot taken before the wait.
+ * False when the rule is gone (deleted since the caller's cached list was read): nothing to count.
  */
-export async function lockKey(db: Executor, teamId: string, ruleId: string, keyHash: string): Promise<void> {
-  await db
+export async function lockKey(db: Executor, teamId: string, ruleId: string, keyHash: string): Promise<boolean> {
+  const locked = await db
     .insertInto('fraud_rule_keys')
-    .values({ rule_id: ruleId, key_hash: keyHash, team_id: teamId })
+    .columns(['rule_id', 'key_hash', 'team_id'])
+    .expression((eb) =>
+      eb
+        .selectFrom('fraud_rules')
+        .select((s) => ['id', s.val(keyHash).as('key_hash'), 'team_id'])
+        .where('team_id', '=', teamId)
+        .where('id', '=', ruleId),
+    )
     .onConflict((oc) => oc.columns(['rule_id', 'key_hash']).doUpdateSet({ checked_at: sql`now()` }))
-    .execute();
+    .returning('rule_id')
+    .executeTakeFirst();
+  return locked !== undefined;
 }
 
 /** Events that fell out of the window are never counted again (holds stay until their payment settles). */

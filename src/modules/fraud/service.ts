@@ -1,3 +1,4 @@
+import { configCache } from '../../app/cache.ts';
 import { notFound } from '../../app/errors.ts';
 import { randomToken } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
@@ -55,10 +56,18 @@ export function velocityBlockText(rule: Pick<Row<'fraud_rules'>, 'name'>): strin
  * `settle` in the transaction that records the payment's outcome.
  */
 export class FraudService {
+  /**
+   * Each team's enabled rules, cached per process and dropped after each write here. Only the rules
+   * are cached: the counts they are checked against are read under the key's lock on every screening.
+   */
+  private readonly enabled;
+
   constructor(
     private readonly store: Store,
     private readonly secrets: Secrets,
-  ) {}
+  ) {
+    this.enabled = configCache<{ rules: readonly Readonly<Row<'fraud_rules'>>[] }>(store, 'fraud_rules');
+  }
 
   // ---- the rules (per team)
 
@@ -76,6 +85,7 @@ export class FraudService {
         is_enabled: input.is_enabled,
       }),
     );
+    this.enabled.delete(teamId);
     return fraudRuleView(row);
   }
 
@@ -89,12 +99,14 @@ export class FraudService {
   async updateRule(teamId: string, id: string, input: UpdateFraudRule): Promise<FraudRule> {
     const patch = presentFields(input);
     const row = await this.store.run((db) => (patch ? repo.updateRule(db, teamId, id, patch) : repo.findRule(db, teamId, id)));
+    this.enabled.delete(teamId);
     if (!row) throw notFound('Fraud rule');
     return fraudRuleView(row);
   }
 
   async deleteRule(teamId: string, id: string): Promise<FraudRule & { deleted: true }> {
     const row = await this.store.run((db) => repo.deleteRule(db, teamId, id));
+    this.enabled.delete(teamId);
     if (!row) throw notFound('Fraud rule');
     return { ...fraudRuleView(row), deleted: true };
   }
@@ -121,19 +133,22 @@ export class FraudService {
    * one after another and none slips past. A refused payment is counted by no rule.
    */
   async screen(trx: Tx, p: ScreenedPayment): Promise<Screening> {
-    const rules = await repo.enabledRules(trx, p.teamId);
+    const { rules } = (await this.enabled.get(p.teamId, async () => ({ rules: Object.freeze((await repo.enabledRules(trx, p.teamId)).map((r) => Object.freeze(r))) })))!;
     const keyed = rules.flatMap((rule) => {
       const key = this.keyOf(rule, p);
       return key === null ? [] : [{ rule, key }];
     });
+    const counted: typeof keyed = [];
     for (const { rule, key } of keyed) {
-      await repo.lockKey(trx, p.teamId, rule.id, key);
+      // A rule another process deleted within the cache's TTL is gone: it counts nothing.
+      if (!(await repo.lockKey(trx, p.teamId, rule.id, key))) continue;
       await repo.pruneKey(trx, rule.id, key, rule.window_seconds);
       if ((await repo.countKey(trx, rule, key)) >= rule.threshold) return { kind: 'blocked', rule };
+      counted.push({ rule, key });
     }
     await repo.insertEvents(
       trx,
-      keyed.map(({ rule, key }) => ({ team_id: p.teamId, rule_id: rule.id, key_hash: key, order_id: p.orderId, kind: rule.metric === 'attempts' ? 'attempt' : 'hold' })),
+      counted.map(({ rule, key }) => ({ team_id: p.teamId, rule_id: rule.id, key_hash: key, order_id: p.orderId, kind: rule.metric === 'attempts' ? 'attempt' : 'hold' })),
     );
     return { kind: 'clear' };
   }
