@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { configCache } from '../../app/cache.ts';
 import type { Config } from '../../app/config.ts';
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
@@ -107,6 +108,12 @@ export class WebhooksService implements EventSink {
   /** The worker side: claiming, sending and recording deliveries (delivery.ts). */
   readonly deliveries: WebhookDeliveries;
   private readonly resolve: ResolveAll;
+  /**
+   * The ids of a team's active endpoints subscribed to an event type, cached per process and
+   * dropped after each endpoint write here. An endpoint the worker disables is left to expire:
+   * a delivery written for it meanwhile is cancelled when claimed (delivery.ts).
+   */
+  private readonly subscribers;
 
   constructor(
     private readonly store: Store,
@@ -115,6 +122,7 @@ export class WebhooksService implements EventSink {
     private readonly opts: WebhooksOptions,
   ) {
     this.resolve = opts.resolve ?? resolveAll;
+    this.subscribers = configCache<{ endpointIds: readonly string[] }>(store, 'webhook_endpoints');
     this.deliveries = new WebhookDeliveries(store, secrets, opts);
     this.drainer = { name: 'webhook-deliveries', drain: (_ctx, log) => this.deliveries.deliverDue(log) };
   }
@@ -126,13 +134,15 @@ export class WebhooksService implements EventSink {
   // ---- the outbox side: in the emitter's transaction
 
   async onEvent(trx: Tx, event: Row<'events'>): Promise<void> {
-    const endpoints = await repo.subscribedEndpoints(trx, event.team_id, event.type);
+    const { endpointIds } = (await this.subscribers.get(`${event.team_id}\u0000${event.type}`, async () => ({
+      endpointIds: Object.freeze((await repo.subscribedEndpoints(trx, event.team_id, event.type)).map((e) => e.id)),
+    })))!;
     await repo.insertDeliveries(
       trx,
-      endpoints.map((e) => ({
+      endpointIds.map((endpointId) => ({
         id: newId('webhookDelivery'),
         team_id: event.team_id,
-        endpoint_id: e.id,
+        endpoint_id: endpointId,
         event_id: event.id,
         status: 'pending' as const,
         next_attempt_at: repo.dueIn(0),
@@ -159,6 +169,7 @@ export class WebhooksService implements EventSink {
         disabled_reason: null,
       }),
     );
+    this.subscribers.clear();
     return { ...this.endpointView(row), secret };
   }
 
@@ -200,6 +211,7 @@ export class WebhooksService implements EventSink {
         ...state,
       });
     });
+    this.subscribers.clear();
     if (!row) throw notFound('Webhook endpoint');
     return this.endpointView(row);
   }
@@ -215,6 +227,7 @@ export class WebhooksService implements EventSink {
       await repo.cancelPendingDeliveries(trx, teamId, id, 'endpoint deleted by the merchant');
       return repo.updateEndpoint(trx, teamId, id, { is_active: false, disabled_at: current.disabled_at ?? new Date(), disabled_reason: 'deleted by the merchant' });
     });
+    this.subscribers.clear();
     if (!row) throw notFound('Webhook endpoint');
     return this.endpointView(row);
   }
