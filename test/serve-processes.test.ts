@@ -103,7 +103,7 @@ class Serve {
 }
 
 function baseEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env, CHECKSTAND_SECRET_KEY: SECRET_KEY, LOG_LEVEL: 'info', CHECKSTAND_DEBUG_PID_HEADER: '1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, CHECKSTAND_SECRET_KEY: SECRET_KEY, LOG_LEVEL: 'info', CHECKSTAND_DEBUG_PID_HEADER: '1' };
   delete env.SERVE_PROCESSES;
   delete env.NODE_ENV;
   return env;
@@ -198,7 +198,7 @@ describe('serve --processes 2 on the embedded database', () => {
   it('is refused at once with one line naming the setting', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-procs-'));
     try {
-      const env = { ...baseEnv(), CHECKSTAND_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(await freePort()) };
+      const env: NodeJS.ProcessEnv = { ...baseEnv(), CHECKSTAND_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(await freePort()) };
       delete env.DATABASE_URL;
       const s = new Serve(['--processes', '2'], env);
       const end = await s.exited(60_000);
