@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AppContext } from '../app/context.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
+import { listen, type WorkListener } from '../db/listen.ts';
 import { ATTEMPT_GRACE_MS } from '../modules/checkout/recover.ts';
 
 export interface Schedule {
@@ -12,11 +13,38 @@ export interface Schedule {
 /**
  * A queue the worker drains: `drain` claims a batch of due rows (FOR UPDATE SKIP LOCKED plus a
  * lease, so several workers never take the same row), processes it and returns how many it
- * handled; 0 means nothing is due and the worker waits for a nudge or the poll interval.
+ * handled; 0 means nothing is due and the worker waits for a wake-up or the poll interval.
+ * The name is also the payload of the notification that wakes it (WORK_CHANNEL).
  */
 export interface Drainer {
   name: string;
   drain(ctx: AppContext, log: Logger): Promise<number>;
+}
+
+/**
+ * The channel the database notifies when a row becomes claimable (migration 0017's triggers on
+ * webhook_deliveries, mail_messages and affiliate_postbacks), with the drainer's name as payload.
+ * The NOTIFY runs in the transaction that creates the row and is delivered on its commit.
+ */
+export const WORK_CHANNEL = 'checkstand_work';
+
+/**
+ * Drainers whose one drain claims batch after batch until a claim comes back short: when such a
+ * drain returns, nothing was left due behind it, so a listening worker waits for the next
+ * notification instead of claiming once more to find nothing. Any other drainer is drained again
+ * until it answers 0.
+ */
+const DRAINS_TO_THE_END = new Set(['webhook-deliveries', 'autoresponder-mail']);
+
+/** The safety net: how often an idle drainer looks for due work it was not told about (WORKER_POLL_MS). */
+export const DEFAULT_POLL_MS = 5_000;
+
+function pollMsFromEnv(): number | undefined {
+  const raw = process.env.WORKER_POLL_MS;
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 10) throw new Error(`WORKER_POLL_MS must be an integer number of milliseconds >= 10, got ${raw}`);
+  return n;
 }
 
 /** Periodic housekeeping and the stuck-payment watchdog. */
@@ -71,14 +99,20 @@ export interface RunningWorker {
 export interface WorkerOptions {
   schedules?: Schedule[];
   drainers?: Drainer[];
-  /** How often an idle drainer looks for due work (it is also woken by in-process events). */
+  /**
+   * How often an idle drainer looks for due work it was not woken for (retries coming due, leases
+   * of killed workers running out, a notification lost while the LISTEN connection was down).
+   * Default WORKER_POLL_MS, else 5 s.
+   */
   pollMs?: number;
+  /** LISTEN for the database's notifications (default true); without it any in-process nudge wakes every drainer. */
+  listen?: boolean;
 }
 
 export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = {}): RunningWorker {
   const schedules = opts.schedules ?? SCHEDULES;
   const drainers = opts.drainers ?? ctx.drainers;
-  const pollMs = opts.pollMs ?? 250;
+  const pollMs = opts.pollMs ?? pollMsFromEnv() ?? DEFAULT_POLL_MS;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<unknown>>();
   let stopped = false;
@@ -108,30 +142,75 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
     timers.push(setInterval(() => tick(s), s.everyMs));
   }
 
-  const wakeups: Array<() => void> = [];
-  const unsubscribe = ctx.services.events.onWork(() => wakeups.splice(0).forEach((w) => w()));
-  const idle = (ms: number) =>
+  // Each drainer sleeps until woken: by a notification naming it, by an in-process nudge, by the
+  // LISTEN connection (re)starting, or by the poll interval. `woken` remembers a wake-up that came
+  // while it was draining, so it drains again instead of sleeping through it.
+  interface Slot {
+    woken: boolean;
+    resolve: (() => void) | undefined;
+  }
+  const slots = new Map<string, Slot[]>();
+  const wake = (slot: Slot) => {
+    slot.woken = true;
+    slot.resolve?.();
+  };
+  const wakeQueue = (name: string) => slots.get(name)?.forEach(wake);
+  const wakeAll = () => slots.forEach((list) => list.forEach(wake));
+  const idle = (slot: Slot, ms: number) =>
     new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, ms);
-      wakeups.push(() => {
+      if (slot.woken || stopped) return resolve();
+      const t = setTimeout(done, ms);
+      function done() {
         clearTimeout(t);
+        slot.resolve = undefined;
         resolve();
-      });
+      }
+      slot.resolve = done;
     });
 
+  let listener: WorkListener | undefined;
+  if (opts.listen !== false && drainers.length > 0) {
+    let warned = false;
+    listener = listen(ctx.store, WORK_CHANNEL, {
+      notify: (queue) => wakeQueue(queue),
+      // Whatever was created while not listening was announced to nobody: one drain of every queue.
+      listening: () => {
+        if (warned) log.info('worker listening for work again');
+        warned = false;
+        wakeAll();
+      },
+      error: (err) => {
+        if (!warned) log.warn({ err }, `worker lost its LISTEN connection; polling every ${pollMs} ms until it is back`);
+        warned = true;
+      },
+    });
+  }
+  const listening = () => listener?.listening === true;
+  const unsubscribe = ctx.services.events.onWork((queue) => {
+    if (queue !== undefined) wakeQueue(queue);
+    else if (!listening()) wakeAll();
+  });
+
   for (const d of drainers) {
+    const slot: Slot = { woken: false, resolve: undefined };
+    slots.set(d.name, [...(slots.get(d.name) ?? []), slot]);
     const loop = (async () => {
       while (!stopped) {
+        slot.woken = false;
         try {
           const n = await d.drain(ctx, log);
-          if (n === 0) await idle(pollMs);
+          if (stopped) break;
+          if (slot.woken) continue;
+          if (n > 0 && !(listening() && DRAINS_TO_THE_END.has(d.name))) continue;
+          await idle(slot, pollMs);
         } catch (err) {
           if (stopped) break;
           // While the database is away every drain fails the same way: the runtime logs the outage
           // once (and its end); each drainer waits and tries again, so it resumes on its own.
           if (isDatabaseUnavailable(err)) log.debug({ drainer: d.name }, 'drain waiting for the database');
           else log.error({ err, drainer: d.name }, 'drain failed');
-          await idle(1000);
+          slot.woken = false;
+          await idle(slot, 1000);
         }
       }
     })();
@@ -144,8 +223,8 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
       stopped = true;
       unsubscribe();
       timers.forEach(clearInterval);
-      wakeups.splice(0).forEach((w) => w());
-      await Promise.allSettled([...running]);
+      wakeAll();
+      await Promise.allSettled([...running, listener?.close()]);
     },
   };
 }

@@ -25,7 +25,7 @@ export interface EventSink {
  */
 export class EventsService {
   private readonly sinks: EventSink[] = [];
-  private readonly wakers = new Set<() => void>();
+  private readonly wakers = new Set<(queue?: string) => void>();
 
   constructor(private readonly store: Store) {}
 
@@ -33,15 +33,19 @@ export class EventsService {
     this.sinks.push(sink);
   }
 
-  /** In-process workers ask to be woken when work may be waiting (they poll as well). */
-  onWork(wake: () => void): () => void {
+  /**
+   * In-process workers ask to be woken when work may be waiting. A worker that LISTENs for the
+   * database's notifications (src/worker/worker.ts) is woken by those, queue by queue, and ignores
+   * a nudge that names no queue; one that cannot listen drains every queue on any nudge.
+   */
+  onWork(wake: (queue?: string) => void): () => void {
     this.wakers.add(wake);
     return () => this.wakers.delete(wake);
   }
 
-  /** Call after a transaction that emitted events has committed. */
-  nudge(): void {
-    for (const w of this.wakers) w();
+  /** Call after a transaction that emitted events has committed; `queue`: the drainer's name, when known. */
+  nudge(queue?: string): void {
+    for (const w of this.wakers) w(queue);
   }
 
   async emit(trx: Tx, teamId: string, type: EventType, opts: { orderId?: string | null; object: Record<string, unknown> }): Promise<Row<'events'>> {

@@ -204,13 +204,20 @@ export class MailService implements EventSink {
     });
   }
 
-  /** One drain: claim due mail, send it, record each outcome. Returns how many were attempted. */
+  /**
+   * One drain: claim due mail (one statement), send it, record each outcome (one statement each);
+   * again while a claim comes back full, so nothing due is left behind. Returns how many were attempted.
+   */
   async sendDueMail(log?: Logger): Promise<number> {
-    const claimed = await this.store.run((db) => repo.claimDueMail(db, this.batchSize, this.leaseMs));
-    const results = await Promise.allSettled(claimed.map((m) => this.sendOne(m, log)));
-    const broken = results.find((r) => r.status === 'rejected');
-    if (broken) throw broken.reason;
-    return claimed.length;
+    let total = 0;
+    for (;;) {
+      const claimed = await this.store.run((db) => repo.claimDueMail(db, this.batchSize, this.leaseMs));
+      total += claimed.length;
+      const results = await Promise.allSettled(claimed.map((m) => this.sendOne(m, log)));
+      const broken = results.find((r) => r.status === 'rejected');
+      if (broken) throw broken.reason;
+      if (claimed.length < this.batchSize) return total;
+    }
   }
 
   private async sendOne(m: Row<'mail_messages'>, log?: Logger): Promise<void> {

@@ -14,7 +14,7 @@ export const USER_AGENT = 'Checkstand-Webhooks/1';
 export const GONE_REASON = 'endpoint answered 410 Gone';
 const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
 
-export type ClaimedDelivery = Row<'webhook_deliveries'>;
+export type ClaimedDelivery = repo.ClaimedDelivery;
 
 /** What an attempt came to, decided from the HTTP answer alone. */
 type Verdict = 'succeeded' | 'gone' | 'retry' | 'refused';
@@ -60,25 +60,33 @@ export class WebhookDeliveries {
     return this.opts.retryScheduleMs.length + 1;
   }
 
-  /** Claims up to a batch of due deliveries under a lease (exposed so tests can play a worker that dies). */
+  /**
+   * Claims up to a batch of due deliveries under a lease, with their endpoint and event, in one
+   * statement (exposed so tests can play a worker that dies).
+   */
   claimDue(limit: number = this.batchSize): Promise<ClaimedDelivery[]> {
-    return this.store.transaction((trx) => repo.claimDueDeliveries(trx, limit, this.leaseMs));
+    return this.store.run((db) => repo.claimDueDeliveries(db, limit, this.leaseMs));
   }
 
-  /** One drain: claim a batch, send it concurrently outside any transaction, record each outcome. */
+  /**
+   * One drain: claim a batch, send it concurrently outside any transaction, record each outcome;
+   * again while a claim comes back full, so nothing due is left behind when it returns.
+   */
   async deliverDue(log: Logger): Promise<number> {
-    const claimed = await this.claimDue();
-    if (claimed.length === 0) return 0;
-    const jobs = await this.store.run((db) => repo.loadDeliveryJobs(db, claimed.map((c) => c.id)));
-    await Promise.all(
-      claimed.map((c) =>
-        this.deliver(c, jobs.get(c.id), log).catch((err: unknown) =>
-          // The lease runs out and another drain takes the delivery again: nothing is lost.
-          log.error({ err, delivery_id: c.id }, 'webhook delivery could not be recorded'),
+    let total = 0;
+    for (;;) {
+      const claimed = await this.claimDue();
+      total += claimed.length;
+      await Promise.all(
+        claimed.map((c) =>
+          this.deliver(c, log).catch((err: unknown) =>
+            // The lease runs out and another drain takes the delivery again: nothing is lost.
+            log.error({ err, delivery_id: c.id }, 'webhook delivery could not be recorded'),
+          ),
         ),
-      ),
-    );
-    return claimed.length;
+      );
+      if (claimed.length < this.batchSize) return total;
+    }
   }
 
   /** The exact bytes POSTed for an event: the event as GET /v1/events/{id} shows it, identical on every attempt. */
@@ -87,20 +95,19 @@ export class WebhookDeliveries {
   }
 
   /** `v1,<sig>` with the current secret, then one with the previous secret while its grace period runs. */
-  signatureHeader(job: Pick<repo.DeliveryJob, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, msgId: string, at: Date, body: string): string {
+  signatureHeader(job: Pick<ClaimedDelivery, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, msgId: string, at: Date, body: string): string {
     const secrets = [job.secret];
     if (job.previous_secret && job.previous_secret_expires_at && job.previous_secret_expires_at.getTime() > at.getTime()) secrets.push(job.previous_secret);
     return secrets.map((sealed) => new Webhook(this.secrets.decrypt(sealed)).sign(msgId, at, body)).join(' ');
   }
 
-  private async deliver(claimed: ClaimedDelivery, job: repo.DeliveryJob | undefined, log: Logger): Promise<void> {
-    if (!job) return;
+  private async deliver(job: ClaimedDelivery, log: Logger): Promise<void> {
     if (!job.is_active) {
       // Disabled after this delivery was claimed: it is cancelled without an attempt.
       await this.store.transaction(async (trx) => {
-        const d = await repo.lockDelivery(trx, claimed.team_id, claimed.id);
-        if (!d || !this.sameLease(d, claimed) || d.status !== 'pending') return;
-        await repo.updateDelivery(trx, claimed.team_id, claimed.id, { status: 'cancelled', next_attempt_at: null, locked_until: null, last_error: 'endpoint disabled' });
+        const d = await repo.lockDelivery(trx, job.team_id, job.id);
+        if (!d || !this.sameLease(d, job) || d.status !== 'pending') return;
+        await repo.updateDelivery(trx, job.team_id, job.id, { status: 'cancelled', next_attempt_at: null, locked_until: null, last_error: 'endpoint disabled' });
       });
       return;
     }
@@ -121,20 +128,44 @@ export class WebhookDeliveries {
       // An unreadable secret (sealed under another service key) or an unusable URL: a failed attempt, retried.
       result = { kind: 'failed', error: `could not send: ${(err as Error).message}`.slice(0, 500), refused: false, durationMs: 0 };
     }
-    await this.record(claimed, job, result, log);
+    await this.record(job, result, log);
   }
 
   private sameLease(current: Row<'webhook_deliveries'>, claimed: ClaimedDelivery): boolean {
-    return current.locked_until?.getTime() === claimed.locked_until?.getTime();
+    return current.locked_until?.getTime() === claimed.locked_until.getTime();
   }
 
-  /** The attempt row and the delivery's next state, in one transaction. */
-  private async record(claimed: ClaimedDelivery, job: repo.DeliveryJob, result: SendResult, log: Logger): Promise<void> {
+  /**
+   * The attempt row and the delivery's next state. A success or a retry (the usual outcomes) is
+   * one statement; failing for good, which may disable the endpoint, is a transaction.
+   */
+  private async record(claimed: ClaimedDelivery, result: SendResult, log: Logger): Promise<void> {
     const teamId = claimed.team_id;
     const attempt = claimed.attempt_count + 1;
     const verdict = verdictOf(result);
     const statusCode = result.kind === 'answered' ? result.statusCode : null;
     const error = attemptError(result);
+    const delay = verdict === 'retry' ? this.nextDelay(attempt, result) : null;
+    if (verdict === 'succeeded' || delay !== null) {
+      const held = await this.store.run((db) =>
+        repo.recordAttempt(db, {
+          attemptId: newId('webhookAttempt'),
+          teamId,
+          deliveryId: claimed.id,
+          endpointId: claimed.endpoint_id,
+          lease: claimed.locked_until,
+          attempt,
+          statusCode,
+          durationMs: result.durationMs,
+          responseBody: result.kind === 'answered' ? result.body : null,
+          error,
+          outcome: delay === null ? { kind: 'succeeded' } : { kind: 'retry', retryInMs: delay },
+        }),
+      );
+      // Our lease ran out and another worker holds the delivery now: it owns the state.
+      if (!held) log.warn({ delivery_id: claimed.id }, 'webhook attempt finished after its lease expired');
+      return;
+    }
     await this.store.transaction(async (trx) => {
       const current = await repo.lockDelivery(trx, teamId, claimed.id);
       if (!current) return;
@@ -154,11 +185,6 @@ export class WebhookDeliveries {
         return;
       }
       const done = { attempt_count: attempt, last_status_code: statusCode, last_error: error, locked_until: null };
-      if (verdict === 'succeeded') {
-        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'succeeded', next_attempt_at: null });
-        await repo.clearEndpointFailures(trx, teamId, job.endpoint_id);
-        return;
-      }
       if (current.status !== 'pending') {
         // Cancelled while in flight (the endpoint was disabled): it stays cancelled.
         await repo.updateDelivery(trx, teamId, claimed.id, { ...done, next_attempt_at: null });
@@ -166,17 +192,12 @@ export class WebhookDeliveries {
       }
       if (verdict === 'gone') {
         await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
-        await this.disableEndpoint(trx, teamId, job.endpoint_id, GONE_REASON);
-        log.warn({ endpoint_id: job.endpoint_id }, 'webhook endpoint disabled: 410 Gone');
-        return;
-      }
-      const delay = verdict === 'retry' ? this.nextDelay(attempt, result) : null;
-      if (delay !== null) {
-        await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'pending', next_attempt_at: repo.dueIn(delay) });
+        await this.disableEndpoint(trx, teamId, claimed.endpoint_id, GONE_REASON);
+        log.warn({ endpoint_id: claimed.endpoint_id }, 'webhook endpoint disabled: 410 Gone');
         return;
       }
       await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
-      await this.countFailedDelivery(trx, teamId, job.endpoint_id, error, log);
+      await this.countFailedDelivery(trx, teamId, claimed.endpoint_id, error, log);
     });
   }
 

@@ -65,17 +65,6 @@ export async function addEndpointFailure(db: Executor, teamId: string, id: strin
   return r?.consecutive_failures ?? 0;
 }
 
-export async function clearEndpointFailures(db: Executor, teamId: string, id: string): Promise<void> {
-  await db
-    .updateTable('webhook_endpoints')
-    .set({ consecutive_failures: 0, updated_at: sql`now()` })
-    .where('team_id', '=', teamId)
-    .where('id', '=', id)
-    .where('is_active', '=', true)
-    .where('consecutive_failures', '>', 0)
-    .execute();
-}
-
 /** When the oldest of the endpoint's `count` most recently failed deliveries was created: how long it has been failing. */
 export async function failingSince(db: Executor, teamId: string, endpointId: string, count: number): Promise<Date | null> {
   const r = await sql<{ since: Date | null }>`
@@ -99,34 +88,15 @@ export async function insertDeliveries(db: Executor, rows: InsertObject<DB, 'web
     .execute();
 }
 
-/**
- * Claims up to `limit` due deliveries for one worker in a single statement: the inner SELECT
- * skips rows another worker is claiming at this very moment, and the lease written to
- * `locked_until` keeps them from every other worker until it runs out. A worker that dies
- * mid-delivery loses nothing: its rows become due again when the lease expires. The lease is
- * truncated to milliseconds so the worker can present it back exactly (a JS Date has no
- * microseconds) when it records the outcome.
- */
-export async function claimDueDeliveries(db: Executor, limit: number, leaseMs: number): Promise<Row<'webhook_deliveries'>[]> {
-  const r = await sql<Row<'webhook_deliveries'>>`
-    UPDATE webhook_deliveries
-    SET locked_until = date_trunc('milliseconds', now() + ${leaseMs}::int * interval '1 millisecond')
-    WHERE id IN (
-      SELECT id FROM webhook_deliveries
-      WHERE status = 'pending' AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now())
-      ORDER BY next_attempt_at, seq
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
-    RETURNING *`.execute(db);
-  return r.rows;
-}
-
-/** What a worker needs to send one claimed delivery. */
-export interface DeliveryJob {
-  delivery_id: string;
+/** A delivery claimed by one worker, with everything needed to send it. */
+export interface ClaimedDelivery {
+  id: string;
   team_id: string;
   endpoint_id: string;
+  event_id: string;
+  attempt_count: number;
+  /** The lease: presented back when the outcome is recorded, to prove the claim is still this worker's. */
+  locked_until: Date;
   url: string;
   secret: string;
   previous_secret: string | null;
@@ -135,54 +105,92 @@ export interface DeliveryJob {
   event: Row<'events'>;
 }
 
-export async function loadDeliveryJobs(db: Executor, deliveryIds: readonly string[]): Promise<Map<string, DeliveryJob>> {
-  if (deliveryIds.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', (j) => j.onRef('e.id', '=', 'd.endpoint_id').onRef('e.team_id', '=', 'd.team_id'))
-    .innerJoin('events as ev', (j) => j.onRef('ev.id', '=', 'd.event_id').onRef('ev.team_id', '=', 'd.team_id'))
-    .select([
-      'd.id as delivery_id',
-      'd.team_id',
-      'd.endpoint_id',
-      'e.url',
-      'e.secret',
-      'e.previous_secret',
-      'e.previous_secret_expires_at',
-      'e.is_active',
-      'ev.seq as event_seq',
-      'ev.id as event_id',
-      'ev.type as event_type',
-      'ev.order_id as event_order_id',
-      'ev.payload as event_payload',
-      'ev.created_at as event_created_at',
-    ])
-    .where('d.id', 'in', deliveryIds)
-    .execute();
-  return new Map(
-    rows.map((r) => [
-      r.delivery_id,
-      {
-        delivery_id: r.delivery_id,
-        team_id: r.team_id,
-        endpoint_id: r.endpoint_id,
-        url: r.url,
-        secret: r.secret,
-        previous_secret: r.previous_secret,
-        previous_secret_expires_at: r.previous_secret_expires_at,
-        is_active: r.is_active,
-        event: {
-          seq: r.event_seq,
-          id: r.event_id,
-          team_id: r.team_id,
-          type: r.event_type,
-          order_id: r.event_order_id,
-          payload: r.event_payload,
-          created_at: r.event_created_at,
-        },
-      },
-    ]),
-  );
+type ClaimRow = Omit<ClaimedDelivery, 'event'> & {
+  event_seq: number;
+  event_type: string;
+  event_order_id: string | null;
+  event_payload: Row<'events'>['payload'];
+  event_created_at: Date;
+};
+
+/**
+ * Claims up to `limit` due deliveries for one worker in a single statement, joined with their
+ * endpoint and event: the inner SELECT skips rows another worker is claiming at this very moment,
+ * and the lease written to `locked_until` keeps them from every other worker until it runs out. A
+ * worker that dies mid-delivery loses nothing: its rows become due again when the lease expires.
+ * The lease is truncated to milliseconds so the worker can present it back exactly (a JS Date has
+ * no microseconds) when it records the outcome. One statement, so no transaction around it.
+ */
+export async function claimDueDeliveries(db: Executor, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  const r = await sql<ClaimRow>`
+    WITH claimed AS (
+      UPDATE webhook_deliveries
+      SET locked_until = date_trunc('milliseconds', now() + ${leaseMs}::int * interval '1 millisecond')
+      WHERE id IN (
+        SELECT id FROM webhook_deliveries
+        WHERE status = 'pending' AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now())
+        ORDER BY next_attempt_at, seq
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      RETURNING id, team_id, endpoint_id, event_id, attempt_count, locked_until
+    )
+    SELECT c.id, c.team_id, c.endpoint_id, c.event_id, c.attempt_count, c.locked_until,
+           e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.is_active,
+           ev.seq AS event_seq, ev.type AS event_type, ev.order_id AS event_order_id, ev.payload AS event_payload, ev.created_at AS event_created_at
+    FROM claimed c
+    JOIN webhook_endpoints e ON e.id = c.endpoint_id AND e.team_id = c.team_id
+    JOIN events ev ON ev.id = c.event_id AND ev.team_id = c.team_id`.execute(db);
+  return r.rows.map(({ event_seq, event_type, event_order_id, event_payload, event_created_at, ...d }) => ({
+    ...d,
+    event: { seq: event_seq, id: d.event_id, team_id: d.team_id, type: event_type, order_id: event_order_id, payload: event_payload, created_at: event_created_at },
+  }));
+}
+
+export interface AttemptRecord {
+  attemptId: string;
+  teamId: string;
+  deliveryId: string;
+  endpointId: string;
+  /** The lease the claim wrote; the delivery is updated only while it still holds. */
+  lease: Date;
+  attempt: number;
+  statusCode: number | null;
+  durationMs: number;
+  responseBody: string | null;
+  error: string | null;
+  /** `succeeded`, or pending again in `retryInMs`. */
+  outcome: { kind: 'succeeded' } | { kind: 'retry'; retryInMs: number };
+}
+
+/**
+ * The common outcomes of an attempt in one statement: the attempt row, the delivery's next state
+ * (succeeded, or pending again after the delay; one cancelled while in flight stays cancelled) and,
+ * on success, the endpoint's failure count cleared. The delivery changes only while the worker's
+ * lease holds; the answer says whether it did (false: another worker took it over after the lease
+ * ran out, and owns its state; the attempt row is written all the same).
+ */
+export async function recordAttempt(db: Executor, a: AttemptRecord): Promise<boolean> {
+  const succeeded = a.outcome.kind === 'succeeded';
+  const retryInMs = a.outcome.kind === 'retry' ? Math.max(0, Math.round(a.outcome.retryInMs)) : 0;
+  const r = await sql<{ held: number }>`
+    WITH attempt AS (
+      INSERT INTO webhook_attempts (id, team_id, delivery_id, attempt, status_code, duration_ms, response_body, error)
+      VALUES (${a.attemptId}, ${a.teamId}, ${a.deliveryId}, ${a.attempt}, ${a.statusCode}::int, ${a.durationMs}, ${a.responseBody}::text, ${a.error}::text)
+    ), delivery AS (
+      UPDATE webhook_deliveries
+      SET attempt_count = ${a.attempt}, last_status_code = ${a.statusCode}::int, last_error = ${a.error}::text, locked_until = NULL, updated_at = now(),
+          status = CASE WHEN ${succeeded}::boolean THEN 'succeeded' ELSE status END,
+          next_attempt_at = CASE WHEN ${succeeded}::boolean OR status <> 'pending' THEN NULL ELSE now() + ${retryInMs}::int * interval '1 millisecond' END
+      WHERE team_id = ${a.teamId} AND id = ${a.deliveryId} AND locked_until = ${a.lease}::timestamptz
+      RETURNING id
+    ), endpoint AS (
+      UPDATE webhook_endpoints SET consecutive_failures = 0, updated_at = now()
+      WHERE ${succeeded}::boolean AND team_id = ${a.teamId} AND id = ${a.endpointId} AND is_active AND consecutive_failures > 0
+        AND EXISTS (SELECT 1 FROM delivery)
+    )
+    SELECT count(*)::int AS held FROM delivery`.execute(db);
+  return (r.rows[0]?.held ?? 0) > 0;
 }
 
 export type DeliveryWithType = Row<'webhook_deliveries'> & { event_type: string };

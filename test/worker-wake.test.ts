@@ -1,0 +1,219 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type AppContext, createContext } from '../src/app/context.ts';
+import { createLogger } from '../src/app/logger.ts';
+import type { EventType } from '../src/modules/events/catalogue.ts';
+import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
+import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
+import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+
+/**
+ * The outbox worker without polling (issue 13): it sleeps with a poll interval far longer than any
+ * assertion waits, and is woken by the database's notification when a delivery or a mail is
+ * created — including by another process, here a second context whose in-process nudges the API
+ * never calls. And the statements it spends per delivery and per mail.
+ */
+
+const log = createLogger('silent');
+/** The safety-net poll of the workers here: nothing in these tests may wait for it. */
+const POLL_MS = 60_000;
+/** Generous for a loaded machine; still a third of POLL_MS, so only a wake-up can pass. */
+const PROMPT_MS = 20_000;
+
+let app: TestApp;
+let team: TestTeam;
+let funnel: Funnel;
+let dataDir: string;
+const workers: RunningWorker[] = [];
+const servers: http.Server[] = [];
+
+beforeAll(async () => {
+  // No SMTP_URL: mail goes to .eml files under the data directory, written by the worker.
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-wake-'));
+  app = await startTestApp({ CHECKSTAND_DATA_DIR: dataDir, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '60000', WEBHOOK_TIMEOUT_MS: '3000' });
+  team = await app.newTeam('Worker wake');
+  funnel = await seedFunnel(app, team.teamId);
+});
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+});
+afterAll(async () => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+  await app?.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+interface Receiver {
+  url: string;
+  ids: string[];
+}
+
+async function receiver(): Promise<Receiver> {
+  const ids: string[] = [];
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      ids.push(String(req.headers['webhook-id']));
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  servers.push(server);
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hooks`, ids };
+}
+
+/** Another worker process as far as waking goes: its own services, so the API's in-process nudges never reach it. */
+function separateWorkerContext(): AppContext {
+  return createContext(app.ctx.config, app.store, app.ctx.secrets);
+}
+
+function startSeparateWorker(): RunningWorker {
+  const w = startWorker(separateWorkerContext(), log, { schedules: [], pollMs: POLL_MS });
+  workers.push(w);
+  return w;
+}
+
+function fakeOrder(n: number) {
+  return { object: 'order', order_number: `ord_wake${n}`, status: 'completed', total: 4395 + n, currency: 'USD', customer: { email: `wake${n}@example.com` } };
+}
+
+/** Emits in the API's context and nudges it in-process, as the use cases do after their commit. */
+async function emit(type: EventType, n: number, order?: { order_number: string }) {
+  const object = order ?? fakeOrder(n);
+  const event = await app.store.transaction((trx) => app.ctx.services.events.emit(trx, team.teamId, type, { orderId: order?.order_number ?? null, object }));
+  app.ctx.services.events.nudge();
+  return event;
+}
+
+/** A real order, created over HTTP (a lead), as the event of its completion carries it. */
+async function createOrder() {
+  const r = await team.api.post('/checkout/leads', {
+    campaign_id: funnel.campaignId,
+    customer: { email: email('wake'), first_name: 'Ada', last_name: 'Lovelace' },
+    products: [{ offer_id: funnel.offers.serum, quantity: 1 }],
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.data as { order_number: string };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, ms: number): Promise<number> {
+  const started = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - started > ms) throw new Error(`not reached within ${ms} ms`);
+    await sleep(20);
+  }
+  return Date.now() - started;
+}
+
+async function createEndpoint(url: string, eventTypes: string[] = ['order.upsell_added']) {
+  const r = await team.api.post('/v1/webhook-endpoints', { url, event_types: eventTypes });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data as { id: string };
+}
+
+async function deleteEndpoint(id: string) {
+  await team.api.delete(`/v1/webhook-endpoints/${id}`);
+}
+
+/** Counts the statements sent on pooled connections while `fn` runs (the API is idle meanwhile). */
+async function countStatements(fn: () => Promise<unknown>): Promise<string[]> {
+  const seen: string[] = [];
+  let on = true;
+  const patched = new WeakSet<object>();
+  const onAcquire = (client: { query: (...args: unknown[]) => unknown }) => {
+    if (patched.has(client)) return;
+    patched.add(client);
+    const query = client.query.bind(client);
+    client.query = (...args: unknown[]) => {
+      if (on) {
+        const first = args[0] as string | { text?: string };
+        seen.push((typeof first === 'string' ? first : (first?.text ?? '')).replace(/\s+/g, ' ').trim().slice(0, 60));
+      }
+      return query(...args);
+    };
+  };
+  app.store.pool.on('acquire', onAcquire as never);
+  try {
+    await fn();
+  } finally {
+    on = false;
+    app.store.pool.off('acquire', onAcquire as never);
+  }
+  return seen;
+}
+
+describe('waking without polling', () => {
+  it('a separate worker, idle with a 60 s poll, delivers a webhook created meanwhile at once, and a replay over HTTP too', async () => {
+    const rx = await receiver();
+    const ep = await createEndpoint(rx.url);
+    startSeparateWorker();
+    // Let it finish its first drain and go to sleep.
+    await sleep(500);
+
+    const event = await emit('order.upsell_added', 1);
+    await until(() => rx.ids.includes(event.id), PROMPT_MS);
+
+    const list = await team.api.get(`/v1/webhook-endpoints/${ep.id}/deliveries`);
+    expect(list.status, list.text).toBe(200);
+    const delivery = list.body.data.find((d: { event_id: string }) => d.event_id === event.id);
+    expect(delivery).toMatchObject({ status: 'succeeded' });
+
+    const replay = await team.api.post(`/v1/webhook-deliveries/${delivery.id}/replay`);
+    expect(replay.status, replay.text).toBeLessThan(300);
+    await until(() => rx.ids.filter((id) => id === event.id).length === 2, PROMPT_MS);
+    await deleteEndpoint(ep.id);
+  });
+
+  it('a separate idle worker sends a purchase mail queued meanwhile at once', async () => {
+    startSeparateWorker();
+    await sleep(500);
+    const event = await emit('order.completed', 2, await createOrder());
+    const mailOf = () => app.store.run((db) => db.selectFrom('mail_messages').select(['id', 'status', 'last_error']).where('event_id', '=', event.id).executeTakeFirst());
+    await until(async () => (await mailOf())?.status === 'sent', PROMPT_MS);
+    const mail = (await team.api.get(`/v1/mail/${(await mailOf())!.id}`)).body.data;
+    expect(mail).toMatchObject({ status: 'sent', transport: 'file' });
+    expect(fs.existsSync(mail.eml_path)).toBe(true);
+  });
+
+  it('two separate workers, both woken for every event, deliver each of 30 events exactly once', async () => {
+    const rx = await receiver();
+    const ep = await createEndpoint(rx.url);
+    startSeparateWorker();
+    startSeparateWorker();
+    await sleep(500);
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push((await emit('order.upsell_added', 100 + i)).id);
+    await until(() => rx.ids.length >= 30, PROMPT_MS);
+    await sleep(300);
+    expect([...rx.ids].sort()).toEqual([...ids].sort());
+    await deleteEndpoint(ep.id);
+  });
+});
+
+describe('statements per outcome', () => {
+  it('a webhook delivery costs one claim and one statement for its outcome; a mail one claim and one statement', async () => {
+    const rx = await receiver();
+    const ep = await createEndpoint(rx.url, ['order.completed']);
+    const event = await emit('order.completed', 3, await createOrder());
+
+    const webhookStatements = await countStatements(() => app.ctx.services.webhooks.drainer.drain(app.ctx, log));
+    expect(rx.ids).toContain(event.id);
+    expect(webhookStatements, webhookStatements.join('\n')).toHaveLength(2);
+
+    const mailStatements = await countStatements(() => app.ctx.services.mail.drainer.drain(app.ctx, log));
+    const mail = await app.store.run((db) => db.selectFrom('mail_messages').select('status').where('event_id', '=', event.id).executeTakeFirstOrThrow());
+    expect(mail.status).toBe('sent');
+    expect(mailStatements, mailStatements.join('\n')).toHaveLength(2);
+
+    const delivery = (await team.api.get(`/v1/webhook-endpoints/${ep.id}/deliveries`)).body.data.find((d: { event_id: string }) => d.event_id === event.id);
+    expect(delivery).toMatchObject({ status: 'succeeded' });
+    await deleteEndpoint(ep.id);
+  });
+});
