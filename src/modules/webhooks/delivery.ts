@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
+import { configCache } from '../../app/cache.ts';
 import { newId } from '../../app/ids.ts';
 import type { Secrets } from '../../app/secrets.ts';
 import type { Store, Tx } from '../../db/database.ts';
@@ -166,9 +167,9 @@ export class WebhookDeliveries {
       if (!held) log.warn({ delivery_id: claimed.id }, 'webhook attempt finished after its lease expired');
       return;
     }
-    await this.store.transaction(async (trx) => {
+    const disabled = await this.store.transaction(async (trx) => {
       const current = await repo.lockDelivery(trx, teamId, claimed.id);
-      if (!current) return;
+      if (!current) return false;
       await repo.insertAttempt(trx, {
         id: newId('webhookAttempt'),
         team_id: teamId,
@@ -182,23 +183,25 @@ export class WebhookDeliveries {
       if (!this.sameLease(current, claimed)) {
         // Our lease ran out and another worker holds the delivery now: it owns the state.
         log.warn({ delivery_id: claimed.id }, 'webhook attempt finished after its lease expired');
-        return;
+        return false;
       }
       const done = { attempt_count: attempt, last_status_code: statusCode, last_error: error, locked_until: null };
       if (current.status !== 'pending') {
         // Cancelled while in flight (the endpoint was disabled): it stays cancelled.
         await repo.updateDelivery(trx, teamId, claimed.id, { ...done, next_attempt_at: null });
-        return;
+        return false;
       }
       if (verdict === 'gone') {
         await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
         await this.disableEndpoint(trx, teamId, claimed.endpoint_id, GONE_REASON);
         log.warn({ endpoint_id: claimed.endpoint_id }, 'webhook endpoint disabled: 410 Gone');
-        return;
+        return true;
       }
       await repo.updateDelivery(trx, teamId, claimed.id, { ...done, status: 'failed', next_attempt_at: null });
-      await this.countFailedDelivery(trx, teamId, claimed.endpoint_id, error, log);
+      return this.countFailedDelivery(trx, teamId, claimed.endpoint_id, error, log);
     });
+    // The endpoint stopped receiving: this process stops writing deliveries for it at once (others when their cache expires).
+    if (disabled) configCache(this.store, 'webhook_endpoints').clear();
   }
 
   /** Retry-After (seconds or an HTTP-date, at most 24 h) wins over the schedule; null when no attempt is left. */
@@ -208,7 +211,8 @@ export class WebhookDeliveries {
     return asked ?? retryDelayMs(this.opts.retryScheduleMs, attemptsMade, this.random);
   }
 
-  private async countFailedDelivery(trx: Tx, teamId: string, endpointId: string, lastError: string | null, log: Logger): Promise<void> {
+  /** Answers whether the endpoint was disabled. */
+  private async countFailedDelivery(trx: Tx, teamId: string, endpointId: string, lastError: string | null, log: Logger): Promise<boolean> {
     const failures = await repo.addEndpointFailure(trx, teamId, endpointId);
     const last = lastError ? ` (last: ${lastError.slice(0, 200)})` : '';
     let reason: string | null = null;
@@ -225,6 +229,7 @@ export class WebhookDeliveries {
       await this.disableEndpoint(trx, teamId, endpointId, reason);
       log.warn({ endpoint_id: endpointId, reason }, 'webhook endpoint disabled');
     }
+    return reason !== null;
   }
 
   private async disableEndpoint(trx: Tx, teamId: string, endpointId: string, reason: string): Promise<void> {
