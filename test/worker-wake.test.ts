@@ -3,6 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AppContext, createContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';
@@ -193,6 +194,29 @@ describe('waking without polling', () => {
     await until(() => rx.ids.length >= 30, PROMPT_MS);
     await sleep(300);
     expect([...rx.ids].sort()).toEqual([...ids].sort());
+    await deleteEndpoint(ep.id);
+  });
+});
+
+describe('the LISTEN connection', () => {
+  // PGlite is in-process: there is no connection to lose.
+  it.runIf(Boolean(process.env.TEST_DATABASE_URL))('comes back after the server drops it, drains what was created meanwhile, and listens again', async () => {
+    const rx = await receiver();
+    const ep = await createEndpoint(rx.url);
+    startSeparateWorker();
+    await sleep(500);
+    // What a restart does to it: the server ends the backend.
+    const ended = await app.store.run((db) =>
+      sql<{ pid: number }>`SELECT pg_terminate_backend(pid) AS ok, pid FROM pg_stat_activity
+        WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`.execute(db),
+    );
+    expect(ended.rows.length).toBeGreaterThanOrEqual(1);
+    // Created while nobody listens: its notification is lost, the drain after reconnecting finds it.
+    const during = await emit('order.upsell_added', 201);
+    await until(() => rx.ids.includes(during.id), PROMPT_MS);
+    await sleep(300);
+    const after = await emit('order.upsell_added', 202);
+    await until(() => rx.ids.includes(after.id), PROMPT_MS);
     await deleteEndpoint(ep.id);
   });
 });
