@@ -1,0 +1,161 @@
+/**
+ * `npm run bench -- --processes N`: the API as real `checkstand serve --processes N --with-worker`
+ * processes (a cluster primary that runs the outbox worker, and N API children sharing one port),
+ * and what the bench reads about them from /proc (Linux): CPU time of the primary and every child,
+ * and their resident memory.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/checkstand.js');
+/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in ticks of 10 ms. */
+const MS_PER_TICK = 10;
+
+export interface ServerProcesses {
+  url: string;
+  primaryPid: number;
+  /** The primary and its children running now. */
+  pids(): number[];
+  /** The last lines the processes wrote (for a failure message). */
+  output(): string;
+  /** SIGTERM to the primary (it stops the children and the worker), SIGKILL after `timeoutMs`. */
+  stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+/** Starts `checkstand serve --processes N --with-worker` on `port`; resolves once its banner says every child listens. */
+export async function startServerProcesses(processes: number, port: number, env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<ServerProcesses> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--processes', String(processes), '--with-worker'], {
+    env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  process.once('exit', () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  const keep = (d: Buffer) => {
+    out = (out + String(d)).slice(-20_000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`checkstand serve --processes ${processes} was not ready within ${timeoutMs} ms:\n${out.slice(-3000)}`));
+    }, timeoutMs);
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      clearTimeout(timer);
+      reject(new Error(`checkstand serve --processes ${processes} exited (${signal ?? code}) before it was ready:\n${out.slice(-3000)}`));
+    };
+    child.once('exit', onExit);
+    const check = () => {
+      if (!out.includes('Checkstand is running')) return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout!.off('data', check);
+      resolve();
+    };
+    child.stdout!.on('data', check);
+  });
+  const primaryPid = child.pid!;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    primaryPid,
+    pids: () => (child.exitCode === null && child.signalCode === null ? [primaryPid, ...descendants(primaryPid)] : []),
+    output: () => out,
+    async stop(stopTimeoutMs = 60_000) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
+      try {
+        return await exited(child);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** The children of `pid` (from /proc/<pid>/task/<tid>/children, every thread's). */
+export function childPids(pid: number): number[] {
+  const pids = new Set<number>();
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        for (const p of fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/)) if (p) pids.add(Number(p));
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    // the process ended
+  }
+  return [...pids];
+}
+
+/** Every process under `pid`: the API children and theirs (tsx's esbuild service in each). */
+export function descendants(pid: number): number[] {
+  const all: number[] = [];
+  const queue = childPids(pid);
+  while (queue.length) {
+    const p = queue.shift()!;
+    all.push(p);
+    queue.push(...childPids(p));
+  }
+  return all;
+}
+
+/** The command name of `pid` (`node`, `esbuild`, …), or '?' when it is gone. */
+export function processName(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '?';
+  }
+}
+
+/** User + system CPU of the whole process `pid` (all its threads), ms; null when it is gone or not on Linux. */
+export function processCpuMs(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
+  } catch {
+    return null;
+  }
+}
+
+/** Resident memory of `pid` in bytes (VmRSS), null when it is gone or not on Linux. */
+export function rssBytes(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ms of each pid now. */
+export function cpuSnapshot(pids: number[]): Map<number, number> {
+  const snap = new Map<number, number>();
+  for (const pid of pids) {
+    const ms = processCpuMs(pid);
+    if (ms !== null) snap.set(pid, ms);
+  }
+  return snap;
+}
+
+/**
+ * CPU spent between two snapshots by the processes of the second: a process that started in
+ * between counts from zero (a replaced child); one that died in between is lost.
+ */
+export function cpuBetweenMs(start: Map<number, number>, end: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, t] of end) ms += t - (start.get(pid) ?? 0);
+  return ms;
+}
