@@ -1,4 +1,5 @@
 import http from 'node:http';
+import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/app/logger.ts';
@@ -192,6 +193,47 @@ describe('checkout configuration: the next call uses what was just changed', () 
     const blocked = await pay();
     expect(blocked.status).toBe(402);
     expect(blocked.body.error.decline_code).toBe('velocity_blocked');
+  });
+});
+
+describe('a warm funnel', () => {
+  it('reads no configuration row: tokens, campaigns, offers, upsells, gateways, endpoints, card lists and fraud rules come from the cache', async () => {
+    const g = await gateway();
+    const s = await shop(g.id);
+    const upsellOffer = await created('/v1/offers', { campaign_id: s.campaign, product_id: await created('/v1/products', { name: 'u' }), name: 'u', price: 900, shipping: 0, billing: 'one_time', fulfillment_type: 'digital' });
+    const upsell = await created('/v1/upsells', { campaign_id: s.campaign, offer_id: upsellOffer, step: 1, name: 'u' });
+    await created('/v1/webhook-endpoints', { url: 'http://127.0.0.1:9/hooks', event_types: ['*'] });
+    await created('/v1/fraud-rules', { name: 'generous', metric: 'attempts', dimension: 'email', threshold: 100, window_seconds: 60 });
+    const funnel = async () => {
+      const lead = await team.api.post('/checkout/leads', { campaign_id: s.campaign, customer: { email: email('warm') }, products: [{ offer_id: s.offer, quantity: 1 }] });
+      expect(lead.status, lead.text).toBe(201);
+      const on = lead.body.data.order_number as string;
+      for (const [path, body] of [
+        ['/checkout/orders/payment', { order_number: on, payment: card(SANDBOX_CARDS.approve) }],
+        ['/checkout/orders/upsell', { order_number: on, upsell_id: upsell, quantity: 1 }],
+        ['/checkout/orders/complete', { order_number: on }],
+      ] as const) {
+        const r = await team.api.post(path, body);
+        expect(r.status, `${path}: ${r.text}`).toBe(200);
+      }
+    };
+    await funnel();
+    // Every statement the API sends during the second funnel (the worker does not run here).
+    const statements: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0] as string | { text?: string };
+      statements.push(typeof q === 'string' ? q : (q?.text ?? ''));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      await funnel();
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    const config = /\bfrom "?(api_tokens|campaigns|offers|upsells|gateways|payment_routers|webhook_endpoints|bin_blacklist|test_cards|fraud_rules)"?/i;
+    expect(statements.length).toBeGreaterThan(10);
+    expect(statements.filter((q) => /^\s*select/i.test(q) && config.test(q))).toEqual([]);
   });
 });
 
