@@ -158,6 +158,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       if (raw === undefined || raw === '') return null;
       const n = num('processes', raw, 1, (x) => Number.isInteger(x) && x >= 1 && x <= 64, 'an integer from 1 to 64');
       if (!env.DATABASE_URL) throw new UsageError('--processes runs `checkstand serve --processes N` on PostgreSQL: set DATABASE_URL (the embedded database has one owner process)');
+      if (truthy(flags.profile ?? env.BENCH_PROFILE)) throw new UsageError('--profile samples the in-process server thread: it cannot profile `serve --processes` children (drop one of the two)');
       return n;
     })(),
   };
