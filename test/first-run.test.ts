@@ -143,6 +143,11 @@ describe('npm start on a fresh data dir', () => {
     const ports = { api: await freePort(), sandbox: await freePort() };
     const server = launch(['start'], { ...envFor(dir, ports), CHECKSTAND_SANDBOX: 'off' });
     await until('the banner', () => server.out().includes('Checkstand is running'), server);
+    // The empty data dir's database was created (initdb, migrations) by a short-lived child: PGlite's
+    // memory only grows, and doing it in the server left it at ≈850 MB for good (peak ≈900 MB).
+    expect(server.err()).toContain('creating the embedded database (first start');
+    const peakMb = Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))?.[1]) / 1024;
+    expect(peakMb).toBeLessThan(600);
     const teamId = JSON.parse(fs.readFileSync(path.join(dir, 'demo.json'), 'utf8')).team_id as string;
     const socket = path.join(dir, 'control.sock');
     expect(fs.statSync(socket).isSocket()).toBe(true);

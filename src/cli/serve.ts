@@ -20,6 +20,7 @@ import { demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
 import { banner, type PrintedToken } from './banner.ts';
 import { resolveProcessCount, superviseApiProcesses } from './cluster.ts';
 import { type ControlServer, startControlServer } from './control.ts';
+import { createEmbeddedDatabase, embeddedDatabaseMissing } from './embedded-init.ts';
 
 /** The name of the token `start` prints for the demo team. */
 export const DEMO_TOKEN = 'demo';
@@ -210,6 +211,7 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     const claimed = clusterChild ? undefined : await claimPort(config.host, config.port);
     cleanups.push(() => new Promise((r) => (claimed ? claimed.close(r) : r(undefined))));
 
+    if (embeddedDatabaseMissing(config)) await createEmbeddedDatabase();
     rt = await openRuntime({ config, migrate: !clusterChild });
     const { ctx, log } = rt;
     surviveDatabaseOutages(log);
