@@ -161,6 +161,9 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
   // Probes hit these every few seconds: no request log lines below warn.
   app.get('/healthz', { logLevel: 'warn', schema: { tags: ['operations'], summary: 'Liveness: the process answers', security: [], response: { 200: Health } } }, async () => ({ status: 'ok' as const }));
   app.get('/readyz', { logLevel: 'warn', schema: { tags: ['operations'], summary: 'Readiness: the database answers and every migration is applied', security: [], response: { 200: Readiness, 503: Readiness } } }, async (_req, reply) => {
+    // During an outage this process already knows (a connection failed and no statement has
+    // succeeded since), answer at once instead of queueing behind the pool until it is back.
+    if (!ctx.store.health.up) return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_S)).send({ status: 'database_unreachable' });
     try {
       const pending = await ctx.store.run((db) => pendingMigrations(db));
       if (pending.length > 0) return reply.code(503).send({ status: 'migrations_pending', pending });
