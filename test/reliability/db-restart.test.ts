@@ -138,6 +138,22 @@ async function lostWrites(url: string, acked: Acked): Promise<string[]> {
   return lost;
 }
 
+async function waitReady(url: string, proc: BackgroundProcess, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (!proc.running) throw new Error(`checkstand worker exited before ${url} answered:\n${proc.logs()}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      await res.text();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`checkstand worker: ${url} did not answer 200 within ${timeoutMs} ms:\n${proc.logs()}`);
+    await sleep(50);
+  }
+}
+
 async function pollReadyz(base: string, until: () => boolean): Promise<number[]> {
   const seen: number[] = [];
   while (!until()) {
@@ -185,6 +201,9 @@ async function scenario(): Promise<Outcome> {
   await serve.start();
   const workerMetricsPort = await freePort();
   worker = new BackgroundProcess(['worker'], { ...env, HOST: '127.0.0.1', WORKER_METRICS_PORT: String(workerMetricsPort) });
+  // The worker is up (runtime open, metrics listening) before the first restart: the test is about
+  // surviving restarts, and a start that meets one exits non-zero by design (its supervisor restarts it).
+  await waitReady(`http://127.0.0.1:${workerMetricsPort}/readyz`, worker);
   const securityKey = `dbfault_${randomBytes(12).toString('hex')}`;
   const gateway = await api(serve.url, seed.token, 'POST', '/v1/gateways', {
     kind: 'nmi',
