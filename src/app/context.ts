@@ -1,3 +1,4 @@
+import { configureConfigCaches } from './cache.ts';
 import type { Store } from '../db/database.ts';
 import { AffiliatesService } from '../modules/affiliates/service.ts';
 import { CatalogService } from '../modules/catalog/service.ts';
@@ -78,6 +79,7 @@ export interface AppContext {
 }
 
 export function createContext(config: Config, store: Store, secrets: Secrets, clock: Clock = systemClock): AppContext {
+  configureConfigCaches(store, { ttlMs: config.configCacheTtlMs });
   const teams = new TeamsService(store);
   const catalog = new CatalogService(store);
   const customers = new CustomersService(store);
