@@ -644,7 +644,7 @@ async function main(): Promise<number> {
 
     // The outbox worker on the server's thread, as `checkstand start` / `serve --with-worker` runs it
     // (with child processes, the primary of `serve --processes N --with-worker` runs it).
-    if (!servers) outboxWorker = startWorker(rt.ctx, logger, { schedules: [], pollMs: 50 });
+    if (!servers) outboxWorker = startWorker(rt.ctx, logger, { schedules: [] });
 
     let serverVersion: string | null = null;
     if (kind === 'postgres') {
@@ -1060,7 +1060,7 @@ async function main(): Promise<number> {
             : `server: checkstand serve --processes ${opts.processes} --with-worker (child processes); this process: setup and checks; worker threads: driver, sandbox (NMI gateway), webhook receiver`,
         worker:
           opts.processes === null
-            ? `startWorker(ctx, log, { schedules: [], pollMs: 50 }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
+            ? `startWorker(ctx, log, { schedules: [] }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
             : `the serve primary's worker (default schedules and polling); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`,
       },
       targets: {
