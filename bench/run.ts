@@ -29,10 +29,12 @@ import { loadConfig } from '../src/app/config.ts';
 import { LIMITS_OFF as BENCH_LIMITS_OFF } from '../test/reliability/limits-off.ts';
 import { createLogger } from '../src/app/logger.ts';
 import { openRuntime, type Runtime } from '../src/app/runtime.ts';
-import { seedDemo } from '../src/app/seed.ts';
+import { type DemoSeed, seedDemo } from '../src/app/seed.ts';
 import { buildServer } from '../src/app/server.ts';
 import type { Http } from '../src/app/http.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
+import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
+import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
 import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, summarizeProfile, writeProfile } from './profile.ts';
@@ -40,11 +42,14 @@ import {
   benchCardExp,
   type DriverInput,
   type DriverMessage,
-  ENDPOINTS,
   type Endpoint,
   type LatencySummary,
   type ReceiverFinal,
   type ReceiverStats,
+  SANDBOX_STEPS,
+  SCENARIO_STEPS,
+  SCENARIOS,
+  type Scenario,
   STEP_NAMES,
   type StepTotals,
   summarize,
@@ -87,6 +92,8 @@ interface Options {
   profile: boolean;
   /** null: the server in this process (the default); N: `checkstand serve --processes N --with-worker` child processes (PostgreSQL). */
   processes: number | null;
+  /** Which funnel, i.e. which kind of payment (card, the default; extpay; threeds). */
+  scenario: Scenario;
 }
 
 const USAGE = `Usage: npm run bench [-- options]
@@ -106,11 +113,16 @@ const USAGE = `Usage: npm run bench [-- options]
                         (only for a database whose name contains "bench")   (BENCH_FRESH_DB=1)
   --processes <n>       with DATABASE_URL: run the API as \`checkstand serve --processes <n> --with-worker\`
                         child processes instead of in this process          (BENCH_PROCESSES; default: in process)
+  --scenario <name>     which funnel (kind of payment): card, extpay or threeds  (BENCH_SCENARIO, default card)
 
-Funnel: lead → Process Payment (card, sandbox gateway over HTTP) → one upsell → Complete Order,
-with the outbox worker delivering webhooks to a local receiver.
+Scenarios (each with the outbox worker delivering webhooks to a local receiver):
+  card     lead → Process Payment (card, sandbox NMI gateway over HTTP) → one upsell → Complete Order
+  extpay   Create Order (extpay) → pay on the sandbox provider's hosted page → Capture (and the
+           provider's payment.succeeded webhook) → upsell (202, settled by webhook) → Complete Order
+  threeds  lead → Process Payment (3-D Secure gateway: redirect) → the sandbox's challenge page →
+           Capture (and the gateway's PAYMENT_SUCCEEDED webhook) → upsell → Complete Order
 Database: PostgreSQL when DATABASE_URL is set, else embedded PGlite in a temporary data dir.
-Report: bench/results/<timestamp>-<pglite|postgres>.json`;
+Report: bench/results/<timestamp>-<pglite|postgres>[-<scenario>].json (no suffix for card)`;
 
 function num(name: string, raw: string | undefined, fallback: number, check: (n: number) => boolean, what: string): number {
   if (raw === undefined || raw === '') return fallback;
@@ -138,7 +150,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     flags[name] = value;
   }
-  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', ...BOOLEAN]);
+  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'scenario', ...BOOLEAN]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
 
   const positive = (n: number) => n > 0;
@@ -160,6 +172,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       if (!env.DATABASE_URL) throw new UsageError('--processes runs `checkstand serve --processes N` on PostgreSQL: set DATABASE_URL (the embedded database has one owner process)');
       if (truthy(flags.profile ?? env.BENCH_PROFILE)) throw new UsageError('--profile samples the in-process server thread: it cannot profile `serve --processes` children (drop one of the two)');
       return n;
+    })(),
+    scenario: (() => {
+      const raw = flags.scenario ?? env.BENCH_SCENARIO;
+      if (raw === undefined || raw === '') return 'card';
+      if (!(SCENARIOS as readonly string[]).includes(raw)) throw new UsageError(`--scenario must be one of ${SCENARIOS.join(', ')}, got "${raw}"`);
+      return raw as Scenario;
     })(),
   };
 }
@@ -202,6 +220,8 @@ interface TargetResult {
 interface Report {
   kind: 'checkstand-bench';
   version: 2;
+  /** The funnel that ran (`--scenario`); reports from before scenarios have none and ran `card`. */
+  scenario: Scenario;
   started_at: string;
   finished_at: string;
   /** The run is correct: error rate within the limit, and every side effect accounted for. Targets do not count. */
@@ -244,7 +264,26 @@ interface Report {
     totals: Record<string, StepTotals>;
     all_funnels_completed: number;
     side_effects: {
-      sandbox_ledger: { approved_sales: number; charged_minor: number; ledger_entries: number; expected_approved_sales: number; database_approved_sales: number };
+      /**
+       * The scenario's provider on the sandbox (NMI gateway, extpay provider, 3-D Secure gateway):
+       * its charges that went through (approved / paid / succeeded) against the answers and the
+       * database's approved sale transactions on that provider; `unsettled`: its payments still
+       * held, pending or awaiting authentication at the end.
+       */
+      sandbox_ledger: {
+        provider: string;
+        approved_sales: number;
+        charged_minor: number;
+        ledger_entries: number;
+        unsettled: number;
+        expected_approved_sales: number;
+        database_approved_sales: number;
+        database_unsettled: number;
+      };
+      /** Orders completed (order.completed events, completed orders) against what the answers imply. */
+      orders_completed: { events: number; distinct_orders: number; completed_orders: number; expected: number; by_capture: number; webhook_first: number };
+      /** extpay and threeds: the provider's webhooks to the API, from the sandbox's ledger (null for card). */
+      provider_webhooks: { events: number; delivered: number; by_type: Record<string, number> } | null;
       webhooks: {
         expected: number;
         outbox_deliveries: number;
@@ -307,25 +346,31 @@ function printSummary(r: Report, file: string | null): void {
   const bar = '─'.repeat(101);
   lines.push(bar);
   lines.push(
-    `Checkstand bench · ${r.database.kind}${r.database.server_version ? ` ${r.database.server_version}` : ''} · ${r.parameters.concurrency} concurrent funnels · ` +
+    `Checkstand bench · scenario ${r.scenario} · ${r.database.kind}${r.database.server_version ? ` ${r.database.server_version}` : ''} · ${r.parameters.concurrency} concurrent funnels · ` +
       `${res.measured_s.toFixed(1)} s measured (+${r.parameters.warmupS} s warm-up)`,
   );
   lines.push(
     `node ${r.machine.node} · ${r.machine.cpus}× ${r.machine.cpu_model} · load ${r.machine.load_average_before[0]} before · git ${r.git.commit ?? '?'}${r.git.dirty ? ' (dirty)' : ''}`,
   );
-  lines.push('funnel: lead → pay (card, sandbox NMI gateway over HTTP) → upsell ($9 guide, saved card) → complete; worker → webhook receiver');
+  lines.push(FUNNEL_LINE[r.scenario]);
+  const steps = SCENARIO_STEPS[r.scenario];
   if ((r.machine.load_average_before[0] ?? 0) > r.machine.cpus * 0.5) {
     lines.push(`note: the machine was already busy (1-min load ${r.machine.load_average_before[0]} on ${r.machine.cpus} cores): the numbers may be lower and noisier than on an idle machine`);
   }
   lines.push(bar);
-  lines.push(`${pad('step', 35, true)}${pad('count', 8)}${pad('req/s', 9)}${pad('p50', 8)}${pad('p90', 8)}${pad('p99', 8)}${pad('max', 9)}  ms   p99 target < ${TARGETS.p99_ms_per_call} ms`);
-  const row = (name: string, s: LatencySummary, target?: TargetResult) =>
+  lines.push(`${pad('step', 40, true)}${pad('count', 8)}${pad('req/s', 9)}${pad('p50', 8)}${pad('p90', 8)}${pad('p99', 8)}${pad('max', 9)}  ms   p99 target < ${TARGETS.p99_ms_per_call} ms`);
+  const row = (name: string, s: LatencySummary, note = '') =>
     lines.push(
-      `${pad(name, 35, true)}${pad(s.count, 8)}${pad(s.per_s.toFixed(1), 9)}${pad(s.p50_ms.toFixed(1), 8)}${pad(s.p90_ms.toFixed(1), 8)}${pad(s.p99_ms.toFixed(1), 8)}${pad(s.max_ms.toFixed(1), 9)}` +
-        (target ? `       ${mark(target.met)}` : ''),
+      `${pad(name, 40, true)}${pad(s.count, 8)}${pad(s.per_s.toFixed(1), 9)}${pad(s.p50_ms.toFixed(1), 8)}${pad(s.p90_ms.toFixed(1), 8)}${pad(s.p99_ms.toFixed(1), 8)}${pad(s.max_ms.toFixed(1), 9)}` +
+        (note ? `       ${note}` : ''),
     );
-  for (const e of ENDPOINTS) row(`${STEP_NAMES[e]} (${e.replace('/checkout/', '…/')})`, res.endpoints[e]!, r.targets.p99_per_call[STEP_NAMES[e]]);
-  row('funnel (4 calls)', { ...res.flows.latency, count: res.flows.completed, per_s: res.flows.per_s });
+  for (const e of steps) {
+    // The provider's pages (sandbox) are timed for the funnel's latency; the p99 target is the API's.
+    const sandbox = SANDBOX_STEPS.has(e);
+    const target = r.targets.p99_per_call[STEP_NAMES[e]];
+    row(`${STEP_NAMES[e]} (${sandbox ? e : e.replace('/checkout/', '…/')})`, res.endpoints[e]!, sandbox ? '(sandbox: no target)' : target ? mark(target.met) : '');
+  }
+  row(`funnel (${steps.length} steps)`, { ...res.flows.latency, count: res.flows.completed, per_s: res.flows.per_s });
   lines.push(bar);
   const ft = r.targets.funnels_per_s;
   const goal = r.targets.funnels_per_s_goal;
@@ -336,7 +381,7 @@ function printSummary(r: Report, file: string | null): void {
   const p99s = Object.entries(r.targets.p99_per_call);
   const p99Met = p99s.every(([, t]) => t.met);
   lines.push(`p99 per call < ${TARGETS.p99_ms_per_call} ms: ${mark(p99Met)}${p99Met ? '' : ` (over: ${p99s.filter(([, t]) => !t.met).map(([k, t]) => `${k} ${t.measured}`).join(', ')})`}`);
-  lines.push(`outcomes: ${ENDPOINTS.map((e) => `${STEP_NAMES[e]} ${fmtCounts(res.endpoints[e]!.outcomes)}`).join('; ')}`);
+  lines.push(`outcomes: ${steps.map((e) => `${STEP_NAMES[e]} ${fmtCounts(res.endpoints[e]!.outcomes)}`).join('; ')}`);
   lines.push(
     `errors: ${res.requests.errors} of ${res.requests.total} (${(res.requests.error_rate * 100).toFixed(2)}%)  by status: ${fmtCounts(res.requests.errors_by_status)}` +
       `    failed funnels: ${res.flows.failed}`,
@@ -349,9 +394,19 @@ function printSummary(r: Report, file: string | null): void {
     return c ? (c.ok ? 'OK' : 'MISMATCH') : '?';
   };
   lines.push(
-    `  sandbox ledger: ${se.sandbox_ledger.approved_sales} approved sales, expected ${se.sandbox_ledger.expected_approved_sales} ` +
-      `(pay ${res.totals['pay']!.ok} + upsell ${res.totals['upsell']!.ok} approved); database: ${se.sandbox_ledger.database_approved_sales}   ${check('sandbox ledger')}`,
+    `  sandbox ledger (${se.sandbox_ledger.provider}): ${se.sandbox_ledger.approved_sales} charges through, expected ${se.sandbox_ledger.expected_approved_sales} ` +
+      `(${STEP_NAMES[FIRST_CHARGE[r.scenario]]} ${res.totals[STEP_NAMES[FIRST_CHARGE[r.scenario]]]!.ok} + upsell ${res.totals['upsell']!.ok}); database: ${se.sandbox_ledger.database_approved_sales}` +
+      `${se.sandbox_ledger.unsettled + se.sandbox_ledger.database_unsettled > 0 ? `; unsettled: ${se.sandbox_ledger.unsettled} there, ${se.sandbox_ledger.database_unsettled} here` : ''}   ${check('sandbox ledger')}`,
   );
+  const oc = se.orders_completed;
+  lines.push(
+    `  orders completed: ${oc.completed_orders} (expected ${oc.expected}), ${oc.events} order.completed events for ${oc.distinct_orders} orders` +
+      `${r.scenario === 'card' ? '' : `; by Capture ${oc.by_capture}, by the provider's webhook first ${oc.webhook_first}`}   ${check('orders completed once')}`,
+  );
+  if (se.provider_webhooks) {
+    const pw = se.provider_webhooks;
+    lines.push(`  provider webhooks to the API: ${pw.delivered} of ${pw.events} taken (${fmtCounts(pw.by_type)})   ${check('provider webhooks')}`);
+  }
   const wh = se.webhooks;
   const lag = wh.lag_ms ? `lag p50 ${wh.lag_ms.p50.toFixed(0)} ms, p99 ${wh.lag_ms.p99.toFixed(0)} ms, max ${wh.lag_ms.max.toFixed(0)} ms` : 'lag ?';
   lines.push(
@@ -521,6 +576,166 @@ async function closeThread(worker: Worker | undefined, message: string, answerTy
   await worker.terminate();
 }
 
+// ---------------------------------------------------------------------------------- the scenario's provider
+
+/** Capture answered 202: asked again at most this many times (backing off from 100 ms to 2 s: ≈ 10 s in all). */
+const CAPTURE_RETRIES = 8;
+
+/** The step whose expected answer means the first payment went through, per scenario. */
+const FIRST_CHARGE: Record<Scenario, Endpoint> = {
+  card: 'POST /checkout/orders/payment',
+  extpay: 'sandbox: extpay pay page',
+  threeds: 'sandbox: 3DS challenge',
+};
+
+/** What the sandbox's ledger of the scenario's provider says, in the terms of the checks. */
+interface LedgerRead {
+  /** Charges that went through: NMI approved sales, extpay `paid` payments, 3-D Secure `succeeded` ones. */
+  approved: number;
+  chargedMinor: number;
+  entries: number;
+  /** Payments not settled either way: extpay `pending`, 3-D Secure awaiting authentication or processing. */
+  unsettled: number;
+  /** The provider's webhooks to the API (extpay, threeds); null for the NMI gateway, which sends none. */
+  events: Array<{ type: string; delivered: boolean }> | null;
+}
+
+interface ProviderSetup {
+  /** For the report: which provider on the sandbox. */
+  label: string;
+  /** The gateway's or connection's id. */
+  id: string;
+  /** Which column of `transactions` names it. */
+  column: 'gateway_id' | 'connection_id';
+  readLedger(): Promise<LedgerRead>;
+}
+
+async function getJson(url: string): Promise<any> {
+  const res = await fetch(url);
+  if (res.status !== 200) throw new Error(`GET ${url.replace(/\?.*$/, '')} answered ${res.status}`);
+  return res.json();
+}
+
+/**
+ * The scenario's provider, read back from the demo seed (its credentials, to read the sandbox's
+ * ledger afterwards). extpay and threeds: the sandbox is told again where to send the provider's
+ * signed webhooks, now that the API listens (seedDemo ran before, with port 0 in the config).
+ */
+async function setUpProvider(rt: Runtime, seed: DemoSeed, scenario: Scenario, sandboxUrl: string, apiUrl: string): Promise<ProviderSetup> {
+  const { gateways, connections } = rt.ctx.services;
+  const post = async (url: string, body: unknown) => {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`POST ${url} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    await res.arrayBuffer();
+  };
+  if (scenario === 'extpay') {
+    const id = seed.extpay_connection_id;
+    const row = id ? await rt.ctx.store.run((db) => connections.findLive(db, seed.team_id, id)) : undefined;
+    if (!id || !row) throw new Error('seedDemo created no extpay connection');
+    const conn = connections.connection(row);
+    const root = /^(.*\/extpay\/sandbox)\/api\/v1\/?$/.exec(row.base_url)?.[1];
+    if (!root) throw new Error(`the demo extpay connection is not on the sandbox: ${row.base_url}`);
+    // As configureExtpaySandboxCompany (src/app/seed.ts) does, with the API's real address.
+    await post(`${root}/sandbox/companies`, {
+      company_id: conn.companyId,
+      api_keys: [{ key: conn.apiKey }],
+      webhook_url: `${apiUrl}/webhooks/extpay`,
+      webhook_secret: conn.webhookSecret,
+    });
+    return {
+      label: 'extpay connection (sandbox provider)',
+      id,
+      column: 'connection_id',
+      readLedger: async () => {
+        const l = await getJson(`${root}/sandbox/ledger?company_id=${encodeURIComponent(conn.companyId)}`);
+        return {
+          approved: l.summary.paid,
+          chargedMinor: Math.round(Number(l.summary.charged) * 100),
+          entries: l.payments.length,
+          unsettled: l.summary.pending,
+          events: l.events,
+        };
+      },
+    };
+  }
+  if (scenario === 'threeds') {
+    const id = seed.threeds_gateway_id;
+    const row = id ? await rt.ctx.store.run((db) => gateways.findGateway(db, seed.team_id, id)) : undefined;
+    if (!id || !row) throw new Error('seedDemo created no 3-D Secure gateway');
+    const credentials = gateways.account(row).credentials;
+    if (!credentials.api_key) throw new Error('the demo 3-D Secure gateway has no api_key');
+    const apiKey = credentials.api_key;
+    // As configureThreeDsSandboxAccount (src/app/seed.ts) does, with the API's real address.
+    await post(`${row.base_url}/sandbox/accounts`, { api_key: apiKey, webhook_url: `${apiUrl}/webhooks/gateways/${id}`, webhook_secret: credentials.webhook_secret });
+    return {
+      label: '3-D Secure gateway (sandbox)',
+      id,
+      column: 'gateway_id',
+      readLedger: async () => {
+        const l = await getJson(`${row.base_url}/sandbox/ledger?api_key=${encodeURIComponent(apiKey)}`);
+        return { approved: l.summary.succeeded, chargedMinor: l.summary.charged_minor, entries: l.payments.length, unsettled: l.summary.requires_action + l.summary.processing, events: l.events };
+      },
+    };
+  }
+  const id = seed.gateway_id;
+  const row = id ? await rt.ctx.store.run((db) => gateways.findGateway(db, seed.team_id, id)) : undefined;
+  if (!id || !row) throw new Error('seedDemo created no card gateway');
+  const securityKey = gateways.account(row).credentials.security_key;
+  if (!securityKey) throw new Error('the demo gateway has no security_key');
+  return {
+    label: 'NMI gateway (sandbox)',
+    id,
+    column: 'gateway_id',
+    readLedger: async () => {
+      const l = await getJson(`${sandboxUrl}/sandbox/nmi/ledger?security_key=${encodeURIComponent(securityKey)}`);
+      return { approved: l.summary.approved_sales, chargedMinor: l.summary.charged_minor, entries: l.transactions.length, unsettled: 0, events: null };
+    },
+  };
+}
+
+/** The report's description of each step of the scenario's funnel. */
+function flowLines(scenario: Scenario, upsellId: string): string[] {
+  const upsell = `POST /checkout/orders/upsell (demo step-2 upsell ${upsellId}, quantity 1, saved`;
+  const complete = 'POST /checkout/orders/complete (expects 200, status completed)';
+  if (scenario === 'extpay')
+    return [
+      'POST /checkout/orders (new e-mail, serum offer, payment.method extpay pinned to the demo connection; expects 200 pending_redirect with checkout.purchase_url)',
+      "sandbox: the provider's hosted page (GET it, POST its form, setup_future_usage off_session; expects 303 to the return URL with payment_id)",
+      `POST /checkout/orders/capture (payment_id = the receipt; expects 200 captured or already captured by the provider's payment.succeeded webhook; 202 asked again up to ${CAPTURE_RETRIES} times)`,
+      `${upsell} payment method at the provider; expects 202 accepted, the line added by its payment.succeeded webhook, or 200)`,
+      complete,
+    ];
+  if (scenario === 'threeds')
+    return [
+      'POST /checkout/leads (new e-mail, serum offer)',
+      'POST /checkout/orders/payment (gateway_id = the demo 3-D Secure gateway, challenge card, return_url, cancel_url, risk_session_id; expects 200 pending_redirect with redirect_url)',
+      "sandbox: the gateway's challenge page (GET it, then its Authenticate link; expects 302 to the return URL)",
+      `POST /checkout/orders/capture (expects 200 captured or already captured by the gateway's PAYMENT_SUCCEEDED webhook; 202 asked again up to ${CAPTURE_RETRIES} times)`,
+      `${upsell} card, merchant-initiated, no redirect; expects 200)`,
+      complete,
+    ];
+  return [
+    'POST /checkout/leads (new e-mail, serum offer)',
+    'POST /checkout/orders/payment (card; sandbox NMI gateway over HTTP; expects 200 Payment approved.)',
+    `${upsell} card; expects 200)`,
+    complete,
+  ];
+}
+
+function cardLine(scenario: Scenario): string {
+  const short = (n: string) => `${n.slice(0, 4)}…${n.slice(-4)}`;
+  if (scenario === 'extpay') return `${short(EXTPAY_CARDS.paid)} on the provider's hosted page (paid at once)`;
+  if (scenario === 'threeds') return `${short(THREEDS_CARDS.challenge)} exp ${benchCardExp()} cvv 123 (3-D Secure challenge)`;
+  return `${short(SANDBOX_CARDS.approve)} exp ${benchCardExp()} cvv 123`;
+}
+
+/** The summary's one-line description of the funnel. */
+const FUNNEL_LINE: Record<Scenario, string> = {
+  card: 'funnel: lead → pay (card, sandbox NMI gateway over HTTP) → upsell ($9 guide, saved card) → complete; worker → webhook receiver',
+  extpay: "funnel (extpay): create order → pay on the provider's hosted page (sandbox) → capture (or its webhook first) → upsell (202, settled by webhook) → complete; worker → webhook receiver",
+  threeds: 'funnel (threeds): lead → pay (3-D Secure gateway: redirect) → challenge page (sandbox) → capture (or its webhook first) → upsell (saved card) → complete; worker → webhook receiver',
+};
+
 // ---------------------------------------------------------------------------------- main
 
 async function main(): Promise<number> {
@@ -601,11 +816,6 @@ async function main(): Promise<number> {
     const t = performance.now();
     rt = await openRuntime({ config, log: logger });
     const seed = await seedDemo(rt.ctx, { sandboxUrl });
-    if (!seed.gateway_id) throw new Error('seedDemo created no gateway');
-    const gatewayRow = await rt.ctx.store.run((db) => rt!.ctx.services.gateways.findGateway(db, seed.team_id, seed.gateway_id!));
-    if (!gatewayRow) throw new Error('the demo gateway is not readable');
-    const securityKey = rt.ctx.services.gateways.account(gatewayRow).credentials.security_key;
-    if (!securityKey) throw new Error('the demo gateway has no security_key');
     let baseUrl: string;
     if (opts.processes === null) {
       app = await buildServer(rt.ctx, logger);
@@ -630,6 +840,8 @@ async function main(): Promise<number> {
     }
     const health = await fetch(`${baseUrl}/readyz`);
     if (health.status !== 200) throw new Error(`GET /readyz answered ${health.status}: ${await health.text()}`);
+    // The scenario's provider, told where the API listens now (the seed ran before it did, with port 0).
+    const provider = await setUpProvider(rt, seed, opts.scenario, sandboxUrl, baseUrl);
 
     // The merchant registers its receiver through the API, as a merchant would.
     const reg = await fetch(`${baseUrl}/v1/webhook-endpoints`, {
@@ -655,9 +867,9 @@ async function main(): Promise<number> {
       statsClient = new pg.Client({ connectionString: databaseUrl });
       await statsClient.connect();
     }
-    log(`server ready at ${baseUrl}${servers ? ` (serve --processes ${opts.processes}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, gateway ${seed.gateway_id}, webhook endpoint ${endpointId}`);
+    log(`server ready at ${baseUrl}${servers ? ` (serve --processes ${opts.processes}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
     log(
-      `load: ${opts.concurrency} concurrent funnels, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
+      `load: scenario ${opts.scenario} (${SCENARIO_STEPS[opts.scenario].map((e) => STEP_NAMES[e]).join(' → ')}), ${opts.concurrency} concurrent funnels, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
         `progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? '; profiling the server thread' : ''}`,
     );
 
@@ -670,6 +882,11 @@ async function main(): Promise<number> {
       campaignId: seed.campaign_id,
       offerId: serumOffer,
       upsellId: guideUpsell.upsell_id,
+      scenario: opts.scenario,
+      currency: seed.currency,
+      extpayConnectionId: seed.extpay_connection_id,
+      threedsGatewayId: seed.threeds_gateway_id,
+      captureRetries: CAPTURE_RETRIES,
       concurrency: opts.concurrency,
       warmupMs: opts.warmupS * 1000,
       durationMs: opts.durationS * 1000,
@@ -823,8 +1040,36 @@ async function main(): Promise<number> {
       log(`the CPU profile failed: ${(err as Error).message}`);
     }
 
-    // ------------------------------------------------------------------ webhooks: wait for the outbox to drain
     const store = rt.ctx.store;
+    // ------------------------------------------------------------------ the provider's webhooks: wait for its payments to settle
+    // extpay upsells are answered 202 and added when the provider's payment.succeeded arrives, and
+    // the provider sends its webhooks on its own: the outbox's deliveries are counted once the
+    // sandbox has delivered every event and nothing is left unsettled, at the provider or here
+    // (within --webhook-wait). The card gateway sends no webhooks: nothing to wait for.
+    const unsettledHere = async () => {
+      const r = await store.run((db) =>
+        sql<{ n: number }>`select count(*)::int as n from transactions where team_id = ${seed.team_id} and (status = 'pending' or in_flight)`.execute(db),
+      );
+      return r.rows[0]!.n;
+    };
+    let settleWaitedS = 0;
+    if (opts.scenario !== 'card') {
+      const settleStarted = performance.now();
+      let lastSettleLine = settleStarted;
+      for (;;) {
+        const [l, here] = await Promise.all([provider.readLedger(), unsettledHere()]);
+        const undelivered = (l.events ?? []).filter((e) => !e.delivered).length;
+        if ((undelivered === 0 && l.unsettled === 0 && here === 0) || interrupted || performance.now() - settleStarted >= opts.webhookWaitS * 1000) break;
+        if (performance.now() - lastSettleLine >= Math.min(2000, opts.progressS * 1000)) {
+          log(`  provider: ${undelivered} webhooks not yet delivered, ${l.unsettled} payments unsettled there, ${here} transactions unsettled here (${((performance.now() - settleStarted) / 1000).toFixed(1)} s)`);
+          lastSettleLine = performance.now();
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      settleWaitedS = (performance.now() - settleStarted) / 1000;
+    }
+
+    // ------------------------------------------------------------------ webhooks: wait for the outbox to drain
     const outboxDeliveries = async () => {
       const r = await store.run((db) =>
         sql<{ status: string; n: number }>`select status, count(*)::int as n from webhook_deliveries where endpoint_id = ${endpointId} group by status`.execute(db),
@@ -869,15 +1114,27 @@ async function main(): Promise<number> {
     }
 
     // ------------------------------------------------------------------ the sandbox's ledger and the database
-    const ledgerRes = await fetch(`${sandboxUrl}/sandbox/nmi/ledger?security_key=${encodeURIComponent(securityKey)}`);
-    if (ledgerRes.status !== 200) throw new Error(`GET /sandbox/nmi/ledger answered ${ledgerRes.status}`);
-    const ledger = (await ledgerRes.json()) as { transactions: unknown[]; summary: { approved_sales: number; charged_minor: number } };
+    const ledger = await provider.readLedger();
 
     const counts = await store.run((db) =>
-      sql<{ orders: number; transactions: number; approved_sales: number; mail: Record<string, number> | null; events: Record<string, number> | null }>`select
+      sql<{
+        orders: number;
+        transactions: number;
+        approved_sales: number;
+        unsettled: number;
+        completed_events: number;
+        completed_event_orders: number;
+        completed_orders: number;
+        mail: Record<string, number> | null;
+        events: Record<string, number> | null;
+      }>`select
           (select count(*)::int from orders where team_id = ${seed.team_id}) as orders,
           (select count(*)::int from transactions where team_id = ${seed.team_id}) as transactions,
-          (select count(*)::int from transactions where team_id = ${seed.team_id} and type = 'sale' and status = 'approved') as approved_sales,
+          (select count(*)::int from transactions where team_id = ${seed.team_id} and type = 'sale' and status = 'approved' and ${sql.ref(provider.column)} = ${provider.id}) as approved_sales,
+          (select count(*)::int from transactions where team_id = ${seed.team_id} and (status = 'pending' or in_flight)) as unsettled,
+          (select count(*)::int from events where team_id = ${seed.team_id} and type = 'order.completed') as completed_events,
+          (select count(distinct order_id)::int from events where team_id = ${seed.team_id} and type = 'order.completed') as completed_event_orders,
+          (select count(*)::int from orders where team_id = ${seed.team_id} and status = 'completed') as completed_orders,
           (select jsonb_object_agg(status, n) from (select status, count(*)::int as n from mail_messages where team_id = ${seed.team_id} group by status) m) as mail,
           (select jsonb_object_agg(type, n) from (select type, count(*)::int as n from events where team_id = ${seed.team_id} and type in (${sql.join([...WEBHOOK_TYPES])}) group by type) e) as events`.execute(db),
     );
@@ -907,7 +1164,8 @@ async function main(): Promise<number> {
     const errorsByStatus: Record<string, number> = {};
     let requests = 0;
     let errors = 0;
-    for (const e of ENDPOINTS) {
+    const steps = SCENARIO_STEPS[opts.scenario];
+    for (const e of steps) {
       const s = result.endpoints[e];
       endpoints[e] = { ...summarize(s.latencies, windowMs), statuses: s.statuses, outcomes: s.outcomes, errors: s.errors };
       requests += s.latencies.length;
@@ -920,7 +1178,8 @@ async function main(): Promise<number> {
     // Targets: reported, never a failure.
     const targetRate = TARGETS.funnels_per_s[kind];
     const p99Targets: Record<string, TargetResult> = {};
-    for (const e of ENDPOINTS) {
+    // The API's calls; the provider's pages (the sandbox) have no target.
+    for (const e of steps.filter((x) => !SANDBOX_STEPS.has(x))) {
       const p99 = endpoints[e]!.p99_ms;
       p99Targets[STEP_NAMES[e]] = { target: `p99 < ${TARGETS.p99_ms_per_call} ms`, measured: `${p99.toFixed(1)} ms`, met: endpoints[e]!.count > 0 && p99 < TARGETS.p99_ms_per_call };
     }
@@ -966,26 +1225,54 @@ async function main(): Promise<number> {
     // answer that never came (network error, timeout) or a 5xx leaves its effect unknown, so it
     // widens the accepted range by one.
     const T = (e: Endpoint) => result.totals[e];
-    const pay = T('POST /checkout/orders/payment');
+    // The step whose success means the customer's first payment went through: approved at once
+    // (card), paid on the provider's page (extpay), authenticated on the challenge page (threeds).
+    const firstCharge = T(FIRST_CHARGE[opts.scenario]);
     const upsell = T('POST /checkout/orders/upsell');
     const complete = T('POST /checkout/orders/complete');
+    const captureTotals = T('POST /checkout/orders/capture');
     const within = (value: number, expected: number, slack: number) => value >= expected && value <= expected + slack;
     const checks: Check[] = [];
-    const expectedSales = pay.ok + upsell.ok;
-    const salesSlack = pay.ambiguous + upsell.ambiguous;
-    checks.push({
-      name: 'sandbox ledger',
-      ok: within(ledger.summary.approved_sales, expectedSales, salesSlack) && ledger.summary.approved_sales === c.approved_sales,
-      detail:
-        `the sandbox ledger holds ${ledger.summary.approved_sales} approved sales and the database ${c.approved_sales}, ` +
-        `for ${expectedSales} approved answers (pay ${pay.ok} + upsell ${upsell.ok}${salesSlack ? `, +${salesSlack} unanswered` : ''})`,
-    });
-    const expectedEvents = upsell.ok + complete.ok;
-    const eventSlack = upsell.ambiguous + complete.ambiguous;
+    const firstName = STEP_NAMES[FIRST_CHARGE[opts.scenario]];
+    const expectedSales = firstCharge.ok + upsell.ok;
+    const salesSlack = firstCharge.ambiguous + upsell.ambiguous;
+    const ledgerProblems: string[] = [];
+    if (!within(ledger.approved, expectedSales, salesSlack) || ledger.approved !== c.approved_sales)
+      ledgerProblems.push(
+        `the sandbox's ${provider.label} holds ${ledger.approved} charges that went through and the database ${c.approved_sales} approved sales on it, ` +
+          `for ${expectedSales} answers (${firstName} ${firstCharge.ok} + upsell ${upsell.ok}${salesSlack ? `, +${salesSlack} unanswered` : ''})`,
+      );
+    if (ledger.unsettled + c.unsettled > salesSlack)
+      ledgerProblems.push(`${ledger.unsettled} payments still unsettled at the provider and ${c.unsettled} transactions here after waiting ${settleWaitedS.toFixed(1)} s`);
+    checks.push({ name: 'sandbox ledger', ok: ledgerProblems.length === 0, detail: ledgerProblems.join('; ') || 'every charge recorded once, none unsettled' });
+    // Completed orders: card orders complete on Complete Order; a redirected payment that went
+    // through completes by Capture or by the provider's webhook, whichever comes first, once.
+    const expectedCompleted = opts.scenario === 'card' ? complete.ok : firstCharge.ok;
+    const completedSlack = opts.scenario === 'card' ? complete.ambiguous : firstCharge.ambiguous;
+    const completedProblems: string[] = [];
+    if (c.completed_events !== c.completed_event_orders) completedProblems.push(`${c.completed_events} order.completed events for ${c.completed_event_orders} orders: some order completed twice`);
+    if (c.completed_orders !== c.completed_event_orders) completedProblems.push(`${c.completed_orders} completed orders but order.completed events for ${c.completed_event_orders}`);
+    if (!within(c.completed_orders, expectedCompleted, completedSlack))
+      completedProblems.push(`${c.completed_orders} completed orders for ${expectedCompleted} ${opts.scenario === 'card' ? 'Complete Order answers' : `${firstName} successes`}`);
+    checks.push({ name: 'orders completed once', ok: completedProblems.length === 0, detail: completedProblems.join('; ') || 'each paid order completed exactly once' });
+    let providerWebhooks: Report['results']['side_effects']['provider_webhooks'] = null;
+    if (ledger.events) {
+      const byType: Record<string, number> = {};
+      for (const e of ledger.events) byType[e.type] = (byType[e.type] ?? 0) + 1;
+      const delivered = ledger.events.filter((e) => e.delivered).length;
+      providerWebhooks = { events: ledger.events.length, delivered, by_type: byType };
+      checks.push({
+        name: 'provider webhooks',
+        ok: delivered === ledger.events.length,
+        detail: delivered === ledger.events.length ? 'the API took every webhook the provider sent' : `the API took ${delivered} of the ${ledger.events.length} webhooks the provider sent`,
+      });
+    }
+    const expectedEvents = upsell.ok + expectedCompleted;
+    const eventSlack = upsell.ambiguous + completedSlack;
     const rcv = receiverFinal;
     const webhookProblems: string[] = [];
     if (!within(expectedWebhooks, expectedEvents, eventSlack))
-      webhookProblems.push(`the outbox holds ${expectedWebhooks} deliveries for ${expectedEvents} answers that emit one (upsell ${upsell.ok} + complete ${complete.ok})`);
+      webhookProblems.push(`the outbox holds ${expectedWebhooks} deliveries for ${expectedEvents} that should emit one (upsell ${upsell.ok} + completed ${expectedCompleted})`);
     if (rcv.unique !== expectedWebhooks)
       webhookProblems.push(
         `the receiver got ${rcv.unique} of ${expectedWebhooks} after waiting ${opts.webhookWaitS} s (outbox: ${fmtCounts(deliveriesByStatus)}` +
@@ -995,7 +1282,7 @@ async function main(): Promise<number> {
     checks.push({ name: 'webhooks', ok: webhookProblems.length === 0, detail: webhookProblems.join('; ') || 'every delivery arrived, signed' });
     const mailRows = total(mailByStatus);
     const mailProblems: string[] = [];
-    if (!within(mailRows, complete.ok, complete.ambiguous)) mailProblems.push(`${mailRows} mail rows for ${complete.ok} completed orders`);
+    if (!within(mailRows, expectedCompleted, completedSlack)) mailProblems.push(`${mailRows} mail rows for ${expectedCompleted} completed orders`);
     if ((mailByStatus.failed ?? 0) > 0) mailProblems.push(`${mailByStatus.failed} mails failed to send`);
     checks.push({ name: 'mail', ok: mailProblems.length === 0, detail: mailProblems.join('; ') || 'one purchase mail per completed order' });
     if (serversStop) {
@@ -1013,14 +1300,18 @@ async function main(): Promise<number> {
     const sortedLags = Float64Array.from(lagsMs).sort();
     const q = (p: number) => (sortedLags.length ? sortedLags[Math.min(sortedLags.length, Math.max(1, Math.ceil((p / 100) * sortedLags.length))) - 1]! : 0);
     const [atStart, atEnd] = await Promise.all([receivedAtStart ?? Promise.resolve(-1), receivedAtEnd ?? Promise.resolve(-1)]);
-    const windowEvents = (endpoints['POST /checkout/orders/upsell']!.outcomes['200 added'] ?? 0) + (endpoints['POST /checkout/orders/complete']!.outcomes['200 completed'] ?? 0);
+    // Events the window's answers make: an added or accepted upsell, and a completion (card: Complete
+    // Order; a redirected payment: when it went through, by Capture or the provider's webhook).
+    const windowEvents = total(endpoints['POST /checkout/orders/upsell']!.outcomes) + total(endpoints[opts.scenario === 'card' ? 'POST /checkout/orders/complete' : FIRST_CHARGE[opts.scenario]]!.outcomes);
 
     fs.mkdirSync(RESULTS_DIR, { recursive: true });
     const stamp = startedAt.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
-    const file = path.join(RESULTS_DIR, `${stamp}-${kind}.json`);
+    // The card funnel's reports keep their name from before scenarios.
+    const suffix = opts.scenario === 'card' ? '' : `-${opts.scenario}`;
+    const file = path.join(RESULTS_DIR, `${stamp}-${kind}${suffix}.json`);
     let profileReport: Report['results']['profile'] = null;
     if (profile) {
-      const profileFile = path.join(RESULTS_DIR, `${stamp}-${kind}.cpuprofile`);
+      const profileFile = path.join(RESULTS_DIR, `${stamp}-${kind}${suffix}.cpuprofile`);
       writeProfile(profileFile, profile);
       profileReport = { ...summarizeProfile(profile), file: profileFile };
     }
@@ -1028,6 +1319,7 @@ async function main(): Promise<number> {
     const report: Report = {
       kind: 'checkstand-bench',
       version: 2,
+      scenario: opts.scenario,
       started_at: startedAt.toISOString(),
       finished_at: new Date().toISOString(),
       passed: failure === null,
@@ -1046,18 +1338,13 @@ async function main(): Promise<number> {
       database: { kind, server_version: serverVersion, url: databaseUrl ? redactUrl(databaseUrl) : null, pool_max: kind === 'pglite' ? 1 : config.dbPoolMax },
       parameters: {
         ...opts,
-        flow: [
-          'POST /checkout/leads (new e-mail, serum offer)',
-          'POST /checkout/orders/payment (card; sandbox NMI gateway over HTTP; expects 200 Payment approved.)',
-          `POST /checkout/orders/upsell (demo step-2 upsell ${guideUpsell.upsell_id}, quantity 1, saved card; expects 200)`,
-          'POST /checkout/orders/complete (expects 200, status completed)',
-        ],
-        card: `${SANDBOX_CARDS.approve.slice(0, 4)}…${SANDBOX_CARDS.approve.slice(-4)} exp ${benchCardExp()} cvv 123`,
+        flow: flowLines(opts.scenario, guideUpsell.upsell_id),
+        card: cardLine(opts.scenario),
         client: 'Node global fetch (undici, keep-alive) in a worker thread',
         threads:
           opts.processes === null
-            ? 'main: server + outbox worker (+ PGlite); worker threads: driver, sandbox (NMI gateway), webhook receiver'
-            : `server: checkstand serve --processes ${opts.processes} --with-worker (child processes); this process: setup and checks; worker threads: driver, sandbox (NMI gateway), webhook receiver`,
+            ? `main: server + outbox worker (+ PGlite); worker threads: driver, sandbox (${provider.label}), webhook receiver`
+            : `server: checkstand serve --processes ${opts.processes} --with-worker (child processes); this process: setup and checks; worker threads: driver, sandbox (${provider.label}), webhook receiver`,
         worker:
           opts.processes === null
             ? `startWorker(ctx, log, { schedules: [] }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
@@ -1088,16 +1375,28 @@ async function main(): Promise<number> {
         },
         endpoints,
         warmup: result.warmup,
-        totals: Object.fromEntries(ENDPOINTS.map((e) => [STEP_NAMES[e], result.totals[e]])),
+        totals: Object.fromEntries(steps.map((e) => [STEP_NAMES[e], result.totals[e]])),
         all_funnels_completed: result.allFlowsCompleted,
         side_effects: {
           sandbox_ledger: {
-            approved_sales: ledger.summary.approved_sales,
-            charged_minor: ledger.summary.charged_minor,
-            ledger_entries: ledger.transactions.length,
+            provider: provider.label,
+            approved_sales: ledger.approved,
+            charged_minor: ledger.chargedMinor,
+            ledger_entries: ledger.entries,
+            unsettled: ledger.unsettled,
             expected_approved_sales: expectedSales,
             database_approved_sales: c.approved_sales,
+            database_unsettled: c.unsettled,
           },
+          orders_completed: {
+            events: c.completed_events,
+            distinct_orders: c.completed_event_orders,
+            completed_orders: c.completed_orders,
+            expected: expectedCompleted,
+            by_capture: captureTotals.outcomes['200 captured'] ?? 0,
+            webhook_first: captureTotals.outcomes['200 already captured (webhook first)'] ?? 0,
+          },
+          provider_webhooks: providerWebhooks,
           webhooks: {
             expected: expectedWebhooks,
             outbox_deliveries: expectedWebhooks,
@@ -1109,7 +1408,7 @@ async function main(): Promise<number> {
             window_delivered_per_s: atStart >= 0 && atEnd >= 0 && windowMs > 0 ? Math.round(((atEnd - atStart) * 10000) / windowMs) / 10 : null,
             window_events_per_s: windowMs > 0 ? Math.round((windowEvents * 10000) / windowMs) / 10 : 0,
           },
-          mail: { rows: mailRows, expected: complete.ok, by_status: mailByStatus },
+          mail: { rows: mailRows, expected: expectedCompleted, by_status: mailByStatus },
         },
         checks,
         server: {

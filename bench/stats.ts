@@ -1,13 +1,54 @@
 /** Shared types and arithmetic for the bench threads (driver.ts, receiver.ts) and the runner (run.ts). */
 
-/** The funnel's four calls, in order. */
-export const ENDPOINTS = ['POST /checkout/leads', 'POST /checkout/orders/payment', 'POST /checkout/orders/upsell', 'POST /checkout/orders/complete'] as const;
+/**
+ * The funnels the bench can drive (`--scenario`), one per kind of payment: `card` (the default, the
+ * figures before scenarios existed), `extpay` (the external checkout provider's hosted page,
+ * Capture and its webhook) and `threeds` (the card gateway that demands 3-D Secure).
+ */
+export const SCENARIOS = ['card', 'extpay', 'threeds'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+/**
+ * Every step a funnel can time: the API's calls, and the two steps a browser makes on the
+ * provider's side (the sandbox), each timed as a whole (its page and its form or link).
+ */
+export const ENDPOINTS = [
+  'POST /checkout/leads',
+  'POST /checkout/orders',
+  'POST /checkout/orders/payment',
+  'sandbox: extpay pay page',
+  'sandbox: 3DS challenge',
+  'POST /checkout/orders/capture',
+  'POST /checkout/orders/upsell',
+  'POST /checkout/orders/complete',
+] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
+
+/** The steps on the sandbox (the provider's pages), not the API: no p99 target applies to them. */
+export const SANDBOX_STEPS: ReadonlySet<Endpoint> = new Set(['sandbox: extpay pay page', 'sandbox: 3DS challenge']);
+
+/** Each scenario's steps, in order. The card funnel's four are the ones the bench always had. */
+export const SCENARIO_STEPS: Record<Scenario, readonly Endpoint[]> = {
+  card: ['POST /checkout/leads', 'POST /checkout/orders/payment', 'POST /checkout/orders/upsell', 'POST /checkout/orders/complete'],
+  extpay: ['POST /checkout/orders', 'sandbox: extpay pay page', 'POST /checkout/orders/capture', 'POST /checkout/orders/upsell', 'POST /checkout/orders/complete'],
+  threeds: [
+    'POST /checkout/leads',
+    'POST /checkout/orders/payment',
+    'sandbox: 3DS challenge',
+    'POST /checkout/orders/capture',
+    'POST /checkout/orders/upsell',
+    'POST /checkout/orders/complete',
+  ],
+};
 
 /** Short names for the report. */
 export const STEP_NAMES: Record<Endpoint, string> = {
   'POST /checkout/leads': 'lead',
+  'POST /checkout/orders': 'order',
   'POST /checkout/orders/payment': 'pay',
+  'sandbox: extpay pay page': 'pay-page',
+  'sandbox: 3DS challenge': 'challenge',
+  'POST /checkout/orders/capture': 'capture',
   'POST /checkout/orders/upsell': 'upsell',
   'POST /checkout/orders/complete': 'complete',
 };
@@ -26,6 +67,15 @@ export interface DriverInput {
   offerId: string;
   /** The demo's step-2 upsell (the $9 guide): a real charge on the saved card. */
   upsellId: string;
+  scenario: Scenario;
+  /** The campaign's currency (Create Order needs it: extpay). */
+  currency: string;
+  /** extpay: the demo's connection, pinned with `payment.external_payment_id`. */
+  extpayConnectionId: string | null;
+  /** threeds: the demo's 3-D Secure gateway, chosen with Process Payment's `gateway_id`. */
+  threedsGatewayId: string | null;
+  /** Capture answered 202: how many more times the driver asks (backing off), at most. */
+  captureRetries: number;
   concurrency: number;
   warmupMs: number;
   durationMs: number;
@@ -54,12 +104,17 @@ export interface EndpointSamples {
  * server-side effects (sandbox charges, webhooks, mail) are checked against.
  */
 export interface StepTotals {
-  /** Answers the step expects (for pay and upsell: approved charges; for complete: completed orders). */
+  /**
+   * Answers the step expects (pay and upsell: approved or accepted charges; the provider's pages:
+   * paid or authenticated; capture: settled; complete: completed orders).
+   */
   ok: number;
   /** Errors whose effect is unknown: no answer (network, timeout) or a 5xx. */
   ambiguous: number;
   /** Other errors (a 4xx the step does not expect, an unexpected body): nothing should have happened. */
   refused: number;
+  /** The expected answers by outcome (e.g. capture: `200 captured` or `200 already captured (webhook first)`). */
+  outcomes: Record<string, number>;
 }
 
 export type DriverMessage =
@@ -88,7 +143,7 @@ export type DriverMessage =
       endpoints: Record<Endpoint, EndpointSamples>;
       /** Whole run, every phase. */
       totals: Record<Endpoint, StepTotals>;
-      /** Funnels of every phase that got all four expected answers. */
+      /** Funnels of every phase that got every expected answer. */
       allFlowsCompleted: number;
       firstErrors: string[];
     };
