@@ -1,0 +1,125 @@
+/**
+ * `npm run bench -- --scenario extpay|threeds`: the bench's entry as a child process, on the
+ * embedded database, a short run at low concurrency. It asserts what the run did, never how fast:
+ * exit 0, some funnel completed, the report names the scenario, times its steps, and every
+ * correctness check (ledger against database, orders completed once, the provider's webhooks,
+ * order webhooks, mail) is ok.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
+/** A hang, not a slow machine: migrating the embedded database alone takes a minute on a loaded 2-core machine. */
+const RUN_TIMEOUT_MS = 540_000;
+
+interface BenchRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  report: any;
+}
+
+/** Runs `tsx bench/run.ts …`, waits for it, and reads the JSON report it names (then removes it). */
+function runBench(args: string[]): Promise<BenchRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // The embedded database in a temporary dir, whatever pass of the suite this is; the bench's own defaults otherwise.
+  delete env.DATABASE_URL;
+  for (const k of Object.keys(env)) if (k.startsWith('BENCH_')) delete env[k];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TSX_CLI, 'bench/run.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      const file = /report: (\S+\.json)/.exec(stdout)?.[1];
+      let report: any = null;
+      if (file) {
+        const full = path.resolve(ROOT, file);
+        report = JSON.parse(fs.readFileSync(full, 'utf8'));
+        fs.rmSync(full, { force: true });
+      }
+      resolve({ code, stdout, stderr, report });
+    });
+  });
+}
+
+const explain = (r: BenchRun) => `exit ${r.code}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`;
+
+describe('bench --scenario', () => {
+  it('extpay: create order, pay on the hosted page, capture, upsell (202), complete; every check ok', async () => {
+    const r = await runBench(['--scenario', 'extpay', '--duration', '2', '--warmup', '0', '--concurrency', '2']);
+    expect(r.code, explain(r)).toBe(0);
+    const rep = r.report;
+    expect(rep, explain(r)).not.toBeNull();
+    expect(rep.scenario).toBe('extpay');
+    expect(rep.parameters.scenario).toBe('extpay');
+    expect(rep.passed, explain(r)).toBe(true);
+    expect(rep.results.flows.completed).toBeGreaterThan(0);
+    expect(Object.keys(rep.results.endpoints)).toEqual([
+      'POST /checkout/orders',
+      'sandbox: extpay pay page',
+      'POST /checkout/orders/capture',
+      'POST /checkout/orders/upsell',
+      'POST /checkout/orders/complete',
+    ]);
+    // Capture settled every order, by itself or after the provider's webhook; the upsell was accepted or already added.
+    const t = rep.results.totals;
+    expect(t.capture.ok).toBeGreaterThan(0);
+    expect(Object.keys(t.capture.outcomes).every((o) => o.startsWith('200 ') || o.startsWith('202 '))).toBe(true);
+    expect(Object.keys(t.upsell.outcomes).every((o) => o === '202 accepted' || o === '200 added')).toBe(true);
+    const checks = Object.fromEntries(rep.results.checks.map((c: { name: string; ok: boolean; detail: string }) => [c.name, c]));
+    for (const name of ['sandbox ledger', 'orders completed once', 'provider webhooks', 'webhooks', 'mail']) expect(checks[name], name).toMatchObject({ ok: true });
+    const se = rep.results.side_effects;
+    // Two charges per funnel at the provider (the checkout and the upsell), each recorded once here.
+    expect(se.sandbox_ledger.approved_sales).toBe(se.sandbox_ledger.database_approved_sales);
+    expect(se.sandbox_ledger.approved_sales).toBeGreaterThanOrEqual(2 * rep.results.all_funnels_completed);
+    expect(se.orders_completed.events).toBe(se.orders_completed.distinct_orders);
+    expect(se.provider_webhooks.by_type['payment.succeeded']).toBeGreaterThan(0);
+  }, RUN_TIMEOUT_MS + 30_000);
+
+  it('threeds: lead, pay (redirect), the challenge page, capture, upsell, complete; every check ok', async () => {
+    const r = await runBench(['--scenario', 'threeds', '--duration', '2', '--warmup', '0', '--concurrency', '2']);
+    expect(r.code, explain(r)).toBe(0);
+    const rep = r.report;
+    expect(rep, explain(r)).not.toBeNull();
+    expect(rep.scenario).toBe('threeds');
+    expect(rep.passed, explain(r)).toBe(true);
+    expect(rep.results.flows.completed).toBeGreaterThan(0);
+    expect(Object.keys(rep.results.endpoints)).toEqual([
+      'POST /checkout/leads',
+      'POST /checkout/orders/payment',
+      'sandbox: 3DS challenge',
+      'POST /checkout/orders/capture',
+      'POST /checkout/orders/upsell',
+      'POST /checkout/orders/complete',
+    ]);
+    const t = rep.results.totals;
+    expect(t.pay.outcomes).toEqual({ '200 pending_redirect': t.pay.ok });
+    expect(t.challenge.ok).toBeGreaterThan(0);
+    expect(t.upsell.outcomes).toEqual({ '200 added': t.upsell.ok });
+    const checks = Object.fromEntries(rep.results.checks.map((c: { name: string; ok: boolean; detail: string }) => [c.name, c]));
+    for (const name of ['sandbox ledger', 'orders completed once', 'provider webhooks', 'webhooks', 'mail']) expect(checks[name], name).toMatchObject({ ok: true });
+    const se = rep.results.side_effects;
+    expect(se.sandbox_ledger.approved_sales).toBe(se.sandbox_ledger.database_approved_sales);
+    expect(se.sandbox_ledger.approved_sales).toBeGreaterThanOrEqual(2 * rep.results.all_funnels_completed);
+    expect(se.provider_webhooks.by_type.PAYMENT_SUCCEEDED).toBeGreaterThan(0);
+  }, RUN_TIMEOUT_MS + 30_000);
+
+  it('refuses an unknown scenario with its usage (exit 2)', async () => {
+    const r = await runBench(['--scenario', 'paypal']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--scenario must be one of card, extpay, threeds, got "paypal"');
+    expect(r.report).toBeNull();
+  });
+});
