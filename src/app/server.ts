@@ -25,6 +25,7 @@ import { registerFraudRoutes } from '../modules/fraud/routes.ts';
 import { registerGatewayRoutes } from '../modules/gateways/routes.ts';
 import { registerMailRoutes } from '../modules/mail/routes.ts';
 import { registerPaymentRoutes } from '../modules/ledger/routes.ts';
+import { registerReportRoutes } from '../modules/reports/routes.ts';
 import { registerGatewayWebhookRoutes } from '../modules/inbound/routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
 import { registerTeamRoutes } from '../modules/teams/routes.ts';
@@ -248,6 +249,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerWebhookRoutes(api, ctx);
     registerMailRoutes(api, ctx);
     registerAffiliateRoutes(api, ctx);
+    registerReportRoutes(api, ctx);
   });
 
   return app as unknown as Http;
