@@ -35,6 +35,7 @@ import { registerAccessRoutes } from '../modules/access/routes.ts';
 import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import { declarePermission, requirePermission } from './access.ts';
 import { auditHook } from './audit-hook.ts';
+import { registerDashboard } from './dashboard.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type FieldError } from './errors.ts';
@@ -176,6 +177,8 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
 
   // A browser pointed at the server lands somewhere useful: the demo funnel when `start` serves one, else the API docs.
   app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect(app.hasRoute({ method: 'GET', url: '/demo' }) ? '/demo' : '/docs'));
+  // The merchant dashboard (web/dashboard, built by npm install) at /dashboard.
+  await registerDashboard(app as unknown as FastifyInstance);
 
   await registerGatewayWebhookRoutes(app as unknown as FastifyInstance, ctx);
 

@@ -31,6 +31,7 @@ export function banner(b: BannerInput): string {
   const create = `npx checkstand token create --team ${team ?? '<team_id>'}`;
   const lines = ['', `  Checkstand is running (${b.database}).`, '', `  API          ${b.baseUrl}`, `  API docs     ${b.baseUrl}/docs`];
   if (b.demo) lines.push(`  Demo shop    ${b.baseUrl}/demo   (a funnel calling this API: checkout, upsell, thank-you)`);
+  lines.push(`  Dashboard    ${b.baseUrl}/dashboard   (the merchant dashboard: log in with a team member's e-mail and password)`);
   lines.push(`  Metrics      ${b.baseUrl}/metrics   (Prometheus; /healthz, /readyz)`);
   if (b.sandboxUrl) lines.push(`  Sandbox      ${b.sandboxUrl}   (card gateway; test cards in docs/sandbox.md, 4111 1111 1111 1111 approves)`);
   lines.push('');

@@ -21,8 +21,12 @@ export type VoidInput = Json<'/v1/orders/{order_number}/void', 'post'>;
 export interface CheckstandOptions {
   /** Where Checkstand answers, e.g. `https://pay.example.com` or `http://localhost:3000`. */
   baseUrl: string;
-  /** An API token (`csk_…`). */
-  token: string;
+  /** An API token (`csk_…`). Leave it out in a browser signed in with a session cookie (see `credentials` and `csrfToken`). */
+  token?: string;
+  /** fetch's credentials mode: `include` (or `same-origin`) sends the `checkstand_session` cookie, as the dashboard does. */
+  credentials?: 'omit' | 'same-origin' | 'include';
+  /** A session's CSRF token (`csrf_token` of POST /v1/sessions), sent as `x-csrf-token` on every POST, PATCH, PUT and DELETE; a function is read at each call. */
+  csrfToken?: string | (() => string | null | undefined);
   /** Retries of a 429, a 503 or a network error, for reads and for POSTs that carry an Idempotency-Key (default 2). */
   maxRetries?: number;
   /** The longest wait between retries, in ms, whatever Retry-After says (default 5,000). */
@@ -125,8 +129,20 @@ export class Checkstand {
     this.api = createClient<paths>({
       baseUrl: opts.baseUrl.replace(/\/+$/, ''),
       fetch: retryingFetch(opts.fetch ?? ((r) => globalThis.fetch(r)), opts.maxRetries ?? 2, opts.maxRetryDelayMs ?? 5_000),
-      headers: { ...opts.headers, authorization: `Bearer ${opts.token}`, accept: 'application/json' },
+      headers: { ...opts.headers, ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}), accept: 'application/json' },
+      ...(opts.credentials ? { credentials: opts.credentials } : {}),
     });
+    const csrfToken = opts.csrfToken;
+    if (csrfToken !== undefined) {
+      this.api.use({
+        onRequest({ request }) {
+          if (request.method === 'GET' || request.method === 'HEAD') return request;
+          const value = typeof csrfToken === 'function' ? csrfToken() : csrfToken;
+          if (value && !request.headers.has('x-csrf-token')) request.headers.set('x-csrf-token', value);
+          return request;
+        },
+      });
+    }
     const idempotency: Middleware = {
       onRequest({ request, schemaPath }) {
         if (request.method === 'POST' && MONEY_MOVING_POSTS.has(schemaPath) && !request.headers.has('idempotency-key')) {

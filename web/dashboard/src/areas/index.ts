@@ -1,0 +1,8 @@
+import type { Area } from './types.ts';
+
+/** The dashboard's areas, in navigation order (the order of the lines below). */
+export const areas: Area[] = [];
+
+// To add an area: create src/areas/<name>/index.ts exporting `defineArea({ key, label, icon, permission, routes })`
+// (see ./types.ts and web/dashboard/README.md), then append ONE line here:
+import orders from './orders/index.ts'; areas.push(orders);
