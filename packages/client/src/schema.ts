@@ -1972,6 +1972,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reports/revenue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Revenue and orders per day
+         * @description Per day (or ISO week, or month) and currency, every day of the period listed for each currency with activity: `orders` paid, `gross` (approved sales: first payments, upsells, rebills, asynchronous payments captured later — dated by their attempt), `refunds` (approved refunds and voids, on their day), `chargebacks` and `chargeback_amount` (chargebacks the ledger recorded — a dispute past its early warning, on the day it was recorded — unless the dispute was won since; early warnings alone are not counted), `net` = gross − refunds − chargeback_amount; `totals` per currency. Days are calendar days in the team's time zone (`GET /v1/team`): an order at 23:30 UTC is on the next day for a team in UTC+1. `from` and `to` are inclusive (`YYYY-MM-DD`, at most 366 days, default the last 30 days); a bad day, `from` after `to` or a longer period is 422. Amounts are integers in minor units of their `currency`; rates are percents with two decimals. `rows` and `totals` come from one SQL statement. CSV: `?format=csv`, or `Accept: text/csv` without `format`, answers `text/csv` as an attachment: a header of the row fields, the rows, then each total as a line whose first column is `total` — the same numbers as the JSON. Needs `revenue:view`; a caller scoped to affiliate ids is refused (403): these reports cover every order.
+         */
+        get: operations["getRevenueReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Approval rate by gateway, BIN or card brand
+         * @description Card payment attempts with an answer (sales and $0 verifications of first payments, upsells and rebills; router retries are attempts of their own; pending attempts are left out): `attempts`, `approved`, `declined`, `approval_rate`, most attempts first; `totals` has one row. Days are calendar days in the team's time zone (`GET /v1/team`): an order at 23:30 UTC is on the next day for a team in UTC+1. `from` and `to` are inclusive (`YYYY-MM-DD`, at most 366 days, default the last 30 days); a bad day, `from` after `to` or a longer period is 422. Amounts are integers in minor units of their `currency`; rates are percents with two decimals. `rows` and `totals` come from one SQL statement. CSV: `?format=csv`, or `Accept: text/csv` without `format`, answers `text/csv` as an attachment: a header of the row fields, the rows, then each total as a line whose first column is `total` — the same numbers as the JSON. Needs `revenue:view`; a caller scoped to affiliate ids is refused (403): these reports cover every order.
+         */
+        get: operations["getApprovalsReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/declines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Decline reasons
+         * @description Declined card attempts by the gateway's response code and text (ours for refusals without a gateway call), most frequent first, with each one's share of all declines. Days are calendar days in the team's time zone (`GET /v1/team`): an order at 23:30 UTC is on the next day for a team in UTC+1. `from` and `to` are inclusive (`YYYY-MM-DD`, at most 366 days, default the last 30 days); a bad day, `from` after `to` or a longer period is 422. Amounts are integers in minor units of their `currency`; rates are percents with two decimals. `rows` and `totals` come from one SQL statement. CSV: `?format=csv`, or `Accept: text/csv` without `format`, answers `text/csv` as an attachment: a header of the row fields, the rows, then each total as a line whose first column is `total` — the same numbers as the JSON. Needs `revenue:view`; a caller scoped to affiliate ids is refused (403): these reports cover every order.
+         */
+        get: operations["getDeclinesReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/upsells": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Upsell take rate per funnel step
+         * @description Per upsell (funnel step) and currency: `offered` — orders that reached the step, i.e. the upsell's campaign's orders created in the period (rebills aside) whose first payment was approved; `taken` — of those, orders with an approved payment for the upsell (whenever it was paid); `take_rate`; `revenue` of those payments. An inactive upsell is listed only when taken. `totals` per currency sum every step (offers made and taken). Days are calendar days in the team's time zone (`GET /v1/team`): an order at 23:30 UTC is on the next day for a team in UTC+1. `from` and `to` are inclusive (`YYYY-MM-DD`, at most 366 days, default the last 30 days); a bad day, `from` after `to` or a longer period is 422. Amounts are integers in minor units of their `currency`; rates are percents with two decimals. `rows` and `totals` come from one SQL statement. CSV: `?format=csv`, or `Accept: text/csv` without `format`, answers `text/csv` as an attachment: a header of the row fields, the rows, then each total as a line whose first column is `total` — the same numbers as the JSON. Needs `revenue:view`; a caller scoped to affiliate ids is refused (403): these reports cover every order.
+         */
+        get: operations["getUpsellsReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/rebills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Rebill recovery rate
+         * @description Rebill cycles (one rebill order each) by the day of their first charge attempt, and currency: `cycles`, `attempts` (retries included, whenever made), cycles `approved`, `declined` attempts, `approved_first_attempt`, `dunning` (cycles with a declined attempt), `recovered` (of those, paid by a later dunning retry or Rebill Now), `recovery_rate` = recovered / dunning, `revenue`; `totals` per currency. A cycle that failed without a charge attempt (no saved card) is not counted. Days are calendar days in the team's time zone (`GET /v1/team`): an order at 23:30 UTC is on the next day for a team in UTC+1. `from` and `to` are inclusive (`YYYY-MM-DD`, at most 366 days, default the last 30 days); a bad day, `from` after `to` or a longer period is 422. Amounts are integers in minor units of their `currency`; rates are percents with two decimals. `rows` and `totals` come from one SQL statement. CSV: `?format=csv`, or `Accept: text/csv` without `format`, answers `text/csv` as an attachment: a header of the row fields, the rows, then each total as a line whose first column is `total` — the same numbers as the JSON. Needs `revenue:view`; a caller scoped to affiliate ids is refused (403): these reports cover every order.
+         */
+        get: operations["getRebillsReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2196,6 +2296,42 @@ export interface components {
             revoked_at: string | null;
             /** @description The token a rotation issued in its place */
             replaced_by: string | null;
+        };
+        ApprovalReportRow: {
+            /** @description The gateway or extpay connection id, the BIN (first 6) or the brand; null when the attempt had none (e.g. no gateway could take it) */
+            key: string | null;
+            /** @description The gateway's or connection's name (`by=gateway`), else null */
+            label: string | null;
+            /** @description Card payment attempts with an answer (sales and verifications: approved + declined; pending ones are not counted) */
+            attempts: number;
+            approved: number;
+            declined: number;
+            /** @description Percent, two decimals (0 when nothing to divide by) */
+            approval_rate: number;
+        };
+        ApprovalsReport: {
+            /** @constant */
+            object: "report";
+            /** @description The team's IANA time zone the days are counted in */
+            time_zone: string;
+            /** @description First day (inclusive), YYYY-MM-DD */
+            from: string;
+            /** @description Last day (inclusive), YYYY-MM-DD */
+            to: string;
+            /** @constant */
+            report: "approvals";
+            /** @enum {string} */
+            by: "gateway" | "bin" | "card_brand";
+            rows: components["schemas"]["ApprovalReportRow"][];
+            /** @description One row */
+            totals: {
+                /** @description Card payment attempts with an answer (sales and verifications: approved + declined; pending ones are not counted) */
+                attempts: number;
+                approved: number;
+                declined: number;
+                /** @description Percent, two decimals (0 when nothing to divide by) */
+                approval_rate: number;
+            }[];
         };
         AuditEntry: {
             /** @constant */
@@ -2682,6 +2818,34 @@ export interface components {
             created_at: string;
             /** @description ISO 8601 timestamp */
             updated_at: string;
+        };
+        DeclineReportRow: {
+            /** @description The gateway's response code (or ours: `bin_blocked`, `no_route`, …) */
+            code: string | null;
+            /** @description The response text */
+            reason: string | null;
+            count: number;
+            /** @description Percent of all declines in the period */
+            share: number;
+        };
+        DeclinesReport: {
+            /** @constant */
+            object: "report";
+            /** @description The team's IANA time zone the days are counted in */
+            time_zone: string;
+            /** @description First day (inclusive), YYYY-MM-DD */
+            from: string;
+            /** @description Last day (inclusive), YYYY-MM-DD */
+            to: string;
+            /** @constant */
+            report: "declines";
+            rows: components["schemas"]["DeclineReportRow"][];
+            /** @description One row */
+            totals: {
+                count: number;
+                /** @description Percent of all declines in the period */
+                share: number;
+            }[];
         };
         DeletedBinBlacklistEntry: {
             /** @constant */
@@ -3497,12 +3661,68 @@ export interface components {
                 decline_code?: string | null;
             };
         };
+        RebillReportRow: {
+            /** @description Day of the cycle's first attempt, YYYY-MM-DD */
+            period: string;
+            currency: string;
+            /** @description Rebill cycles (one rebill order each) whose first attempt fell in the period */
+            cycles: number;
+            /** @description Their charge attempts with an answer, retries included */
+            attempts: number;
+            /** @description Cycles paid */
+            approved: number;
+            /** @description Declined attempts */
+            declined: number;
+            approved_first_attempt: number;
+            /** @description Cycles with at least one declined attempt */
+            dunning: number;
+            /** @description Of those, cycles paid by a later attempt (dunning retry or Rebill Now) */
+            recovered: number;
+            /** @description recovered / dunning, percent */
+            recovery_rate: number;
+            /** @description Minor units of `currency` */
+            revenue: number;
+        };
         RebillResult: {
             subscription: components["schemas"]["Subscription"];
             cycle: number;
             /** @description The rebill order */
             order_number: string;
             transaction_id: string | null;
+        };
+        RebillsReport: {
+            /** @constant */
+            object: "report";
+            /** @description The team's IANA time zone the days are counted in */
+            time_zone: string;
+            /** @description First day (inclusive), YYYY-MM-DD */
+            from: string;
+            /** @description Last day (inclusive), YYYY-MM-DD */
+            to: string;
+            /** @constant */
+            report: "rebills";
+            rows: components["schemas"]["RebillReportRow"][];
+            /** @description One per currency */
+            totals: {
+                currency: string;
+                /** @description Rebill cycles (one rebill order each) whose first attempt fell in the period */
+                cycles: number;
+                /** @description Their charge attempts with an answer, retries included */
+                attempts: number;
+                /** @description Cycles paid */
+                approved: number;
+                /** @description Declined attempts */
+                declined: number;
+                approved_first_attempt: number;
+                /** @description Cycles with at least one declined attempt */
+                dunning: number;
+                /** @description Of those, cycles paid by a later attempt (dunning retry or Rebill Now) */
+                recovered: number;
+                /** @description recovered / dunning, percent */
+                recovery_rate: number;
+                /** @description Minor units of `currency` */
+                revenue: number;
+            }[];
         };
         Refund: {
             /** @description Minor units; defaults to the whole refundable balance of the charge */
@@ -3518,6 +3738,54 @@ export interface components {
         };
         RequestPasswordReset: {
             email: string;
+        };
+        RevenueReport: {
+            /** @constant */
+            object: "report";
+            /** @description The team's IANA time zone the days are counted in */
+            time_zone: string;
+            /** @description First day (inclusive), YYYY-MM-DD */
+            from: string;
+            /** @description Last day (inclusive), YYYY-MM-DD */
+            to: string;
+            /** @constant */
+            report: "revenue";
+            /** @enum {string} */
+            interval: "day" | "week" | "month";
+            rows: components["schemas"]["RevenueReportRow"][];
+            /** @description One per currency */
+            totals: {
+                currency: string;
+                /** @description Orders paid: approved first payments (and $0 card verifications) and approved rebill cycles, on the day of the payment */
+                orders: number;
+                /** @description Approved sales: first payments, upsells, rebills, and asynchronous payments captured later (dated by their attempt) */
+                gross: number;
+                /** @description Approved refunds and voids, on their day */
+                refunds: number;
+                /** @description Chargebacks recorded (a dispute past the early warning) whose dispute was not won */
+                chargebacks: number;
+                /** @description Minor units of `currency` */
+                chargeback_amount: number;
+                /** @description gross − refunds − chargeback_amount */
+                net: number;
+            }[];
+        };
+        RevenueReportRow: {
+            /** @description First day of the day, week or month, YYYY-MM-DD */
+            period: string;
+            currency: string;
+            /** @description Orders paid: approved first payments (and $0 card verifications) and approved rebill cycles, on the day of the payment */
+            orders: number;
+            /** @description Approved sales: first payments, upsells, rebills, and asynchronous payments captured later (dated by their attempt) */
+            gross: number;
+            /** @description Approved refunds and voids, on their day */
+            refunds: number;
+            /** @description Chargebacks recorded (a dispute past the early warning) whose dispute was not won */
+            chargebacks: number;
+            /** @description Minor units of `currency` */
+            chargeback_amount: number;
+            /** @description gross − refunds − chargeback_amount */
+            net: number;
         };
         RotatedApiToken: {
             /** @description The replacement, with its secret (shown once) */
@@ -3943,6 +4211,21 @@ export interface components {
                 decline_code: string | null;
             };
         };
+        UpsellReportRow: {
+            upsell_id: string;
+            name: string;
+            campaign_id: string;
+            step: number;
+            currency: string;
+            /** @description Orders that reached the step: the campaign's orders created in the period whose first payment was approved */
+            offered: number;
+            /** @description Of those, orders with an approved payment for this upsell */
+            taken: number;
+            /** @description Percent, two decimals (0 when nothing to divide by) */
+            take_rate: number;
+            /** @description Approved payments for this upsell on those orders */
+            revenue: number;
+        };
         UpsellResult: {
             /** @constant */
             object: "order";
@@ -3992,6 +4275,31 @@ export interface components {
             upsell_status?: "pending_external_confirmation";
             upsell_id: string;
             transaction_id: string;
+        };
+        UpsellsReport: {
+            /** @constant */
+            object: "report";
+            /** @description The team's IANA time zone the days are counted in */
+            time_zone: string;
+            /** @description First day (inclusive), YYYY-MM-DD */
+            from: string;
+            /** @description Last day (inclusive), YYYY-MM-DD */
+            to: string;
+            /** @constant */
+            report: "upsells";
+            rows: components["schemas"]["UpsellReportRow"][];
+            /** @description One per currency: offers made and taken over every step */
+            totals: {
+                currency: string;
+                /** @description Orders that reached the step: the campaign's orders created in the period whose first payment was approved */
+                offered: number;
+                /** @description Of those, orders with an approved payment for this upsell */
+                taken: number;
+                /** @description Percent, two decimals (0 when nothing to divide by) */
+                take_rate: number;
+                /** @description Approved payments for this upsell on those orders */
+                revenue: number;
+            }[];
         };
         User: {
             /** @constant */
@@ -20252,6 +20560,450 @@ export interface operations {
                         message: string;
                         data: components["schemas"]["AffiliateReportRow"][];
                     };
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRevenueReport: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (inclusive) in the team's time zone; default: 29 days before `to` */
+                from?: string;
+                /** @description Last day of the period (inclusive) in the team's time zone; default: today there */
+                to?: string;
+                /** @description Only test orders (`true`) or only live ones (`false`); default: both */
+                is_test?: "true" | "false";
+                /** @description `csv` answers text/csv (as does `Accept: text/csv` without `format`); default JSON */
+                format?: "json" | "csv";
+                /** @description One row per day (default), ISO week (from Monday) or month, per currency */
+                interval?: "day" | "week" | "month";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["RevenueReport"];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApprovalsReport: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (inclusive) in the team's time zone; default: 29 days before `to` */
+                from?: string;
+                /** @description Last day of the period (inclusive) in the team's time zone; default: today there */
+                to?: string;
+                /** @description Only test orders (`true`) or only live ones (`false`); default: both */
+                is_test?: "true" | "false";
+                /** @description `csv` answers text/csv (as does `Accept: text/csv` without `format`); default JSON */
+                format?: "json" | "csv";
+                /** @description One row per gateway (default; an extpay connection counts as one), card BIN or card brand */
+                by?: "gateway" | "bin" | "card_brand";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["ApprovalsReport"];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDeclinesReport: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (inclusive) in the team's time zone; default: 29 days before `to` */
+                from?: string;
+                /** @description Last day of the period (inclusive) in the team's time zone; default: today there */
+                to?: string;
+                /** @description Only test orders (`true`) or only live ones (`false`); default: both */
+                is_test?: "true" | "false";
+                /** @description `csv` answers text/csv (as does `Accept: text/csv` without `format`); default JSON */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["DeclinesReport"];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUpsellsReport: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (inclusive) in the team's time zone; default: 29 days before `to` */
+                from?: string;
+                /** @description Last day of the period (inclusive) in the team's time zone; default: today there */
+                to?: string;
+                /** @description Only test orders (`true`) or only live ones (`false`); default: both */
+                is_test?: "true" | "false";
+                /** @description `csv` answers text/csv (as does `Accept: text/csv` without `format`); default JSON */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["UpsellsReport"];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRebillsReport: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (inclusive) in the team's time zone; default: 29 days before `to` */
+                from?: string;
+                /** @description Last day of the period (inclusive) in the team's time zone; default: today there */
+                to?: string;
+                /** @description Only test orders (`true`) or only live ones (`false`); default: both */
+                is_test?: "true" | "false";
+                /** @description `csv` answers text/csv (as does `Accept: text/csv` without `format`); default JSON */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["RebillsReport"];
+                    };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
