@@ -27,6 +27,8 @@ import { threeDsProvider } from '../providers/threeds/provider.ts';
 import { extpayProvider } from '../providers/extpay/provider.ts';
 import { SubscriptionsService } from '../modules/subscriptions/service.ts';
 import { TeamsService } from '../modules/teams/service.ts';
+import { TicketsService } from '../modules/tickets/service.ts';
+import { attachmentStorageFor } from '../modules/tickets/storage.ts';
 import { accountMailer } from '../modules/users/mailer.ts';
 import { UsersService } from '../modules/users/service.ts';
 import { ApiTokensService } from '../modules/teams/tokens.ts';
@@ -75,6 +77,8 @@ export interface AppContext {
     checkout: UseCases;
     /** Affiliates: attribution, throttling at the conversion, commissions, postbacks, pixels, reports. */
     affiliates: AffiliatesService;
+    /** Support tickets of customers, their messages and attachments. */
+    tickets: TicketsService;
   };
 }
 
@@ -101,6 +105,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets, cl
   const affiliates = new AffiliatesService(store, { allowPrivateTargets: config.webhookAllowPrivateTargets, timeoutMs: config.webhookTimeoutMs, retryScheduleMs: config.webhookRetryScheduleMs }, () => events.nudge());
   const orders = new OrdersService(store, catalog, customers, ledger, affiliates);
   affiliates.attachOrders(orders);
+  fulfillments.attachShipping({ events, orders });
   const checkout = createCheckout({ store, catalog, customers, orders, payments, ledger, inbound, fulfillments, subscriptions, events, affiliates });
   return {
     config,
@@ -133,6 +138,7 @@ export function createContext(config: Config, store: Store, secrets: Secrets, cl
       webhooks,
       mail,
       leads: new LeadFollowUpService(store, { orders, catalog, events, mail, clock }),
+      tickets: new TicketsService({ store, customers, orders, users, storage: attachmentStorageFor(store.kind, config.dataDir) }),
     },
   };
 }

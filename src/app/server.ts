@@ -29,6 +29,7 @@ import { registerReportRoutes } from '../modules/reports/routes.ts';
 import { registerGatewayWebhookRoutes } from '../modules/inbound/routes.ts';
 import { registerSubscriptionRoutes } from '../modules/subscriptions/routes.ts';
 import { registerTeamRoutes } from '../modules/teams/routes.ts';
+import { registerTicketRoutes } from '../modules/tickets/routes.ts';
 import { CSRF_COOKIE, needsCsrf } from '../modules/users/cookies.ts';
 import { registerUserRoutes } from '../modules/users/routes.ts';
 import { registerAccessRoutes } from '../modules/access/routes.ts';
@@ -252,6 +253,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
     registerWebhookRoutes(api, ctx);
     registerMailRoutes(api, ctx);
     registerAffiliateRoutes(api, ctx);
+    registerTicketRoutes(api, ctx);
     registerReportRoutes(api, ctx);
   });
 

@@ -59,3 +59,34 @@ export async function listNotes(
   if (opts.createdLte) q = q.where('created_at', '<=', opts.createdLte);
   return q.orderBy('seq', 'desc').limit(opts.limit + 1).execute();
 }
+
+/** `%` and `_` match themselves: a search term is text, not a pattern. */
+function containing(term: string): string {
+  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+export interface CustomerSearch {
+  email?: string | undefined;
+  name?: string | undefined;
+  phone?: string | undefined;
+  createdGte?: Date | undefined;
+  createdLte?: Date | undefined;
+}
+
+/**
+ * The team's customers newest first. E-mail and name match anywhere, case-insensitively (a prefix is
+ * a match too); a name matches the first, the last or the full name; phone matches on its digits.
+ */
+export async function listCustomers(db: Executor, teamId: string, f: CustomerSearch & { limit: number; afterSeq: number | null }): Promise<Row<'customers'>[]> {
+  let q = db.selectFrom('customers').selectAll().where('team_id', '=', teamId);
+  if (f.afterSeq !== null) q = q.where('seq', '<', f.afterSeq);
+  if (f.email) q = q.where('email', 'ilike', containing(f.email.trim()));
+  if (f.name) {
+    const pattern = containing(f.name.trim().replace(/\s+/g, ' '));
+    q = q.where(sql<boolean>`(first_name ilike ${pattern} or last_name ilike ${pattern} or concat_ws(' ', first_name, last_name) ilike ${pattern})`);
+  }
+  if (f.phone) q = q.where(sql<boolean>`regexp_replace(coalesce(phone, ''), '[^0-9]', '', 'g') like ${containing(f.phone.replace(/\D/g, ''))}`);
+  if (f.createdGte) q = q.where('created_at', '>=', f.createdGte);
+  if (f.createdLte) q = q.where('created_at', '<=', f.createdLte);
+  return q.orderBy('seq', 'desc').limit(f.limit + 1).execute();
+}

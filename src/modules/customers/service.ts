@@ -80,6 +80,13 @@ export class CustomersService {
     return noteView(await repo.insertNote(trx, { id: newId('note'), team_id: teamId, customer_id: customerId, body, author: 'system' }));
   }
 
+  async list(teamId: string, q: ListQuery & { email?: string | undefined; name?: string | undefined; phone?: string | undefined }): Promise<Page<ReturnType<typeof customerView>>> {
+    return this.store.run(async (db) => {
+      const filter = { email: q.email, name: q.name, phone: q.phone, createdGte: q.created_gte, createdLte: q.created_lte };
+      return listPage(db, 'customers', teamId, q, (afterSeq) => repo.listCustomers(db, teamId, { limit: q.limit, afterSeq, ...filter }), customerView);
+    });
+  }
+
   async listNotes(teamId: string, customerNumber: string, q: ListQuery): Promise<Page<ReturnType<typeof noteView>>> {
     return this.store.run(async (db) => {
       const c = await repo.findCustomer(db, teamId, customerNumber);

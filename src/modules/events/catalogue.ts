@@ -19,6 +19,7 @@ export const EVENT_CATALOGUE = {
   'lead.abandoned':
     "A lead of a campaign with the abandoned-lead follow-up on stayed unpaid for the campaign's delay after its last change. Fired at most once per lead; the object is the order with `abandoned_at` and `checkout_url` (the campaign's checkout link for this lead, or null).",
   'order.disputed': 'A dispute (chargeback or early warning) was opened or updated on an order; the order is flagged for QA.',
+  'fulfillment.shipped': "A fulfillment was marked shipped with its carrier and tracking number (the object is the fulfillment; its `order_number` names the order). Fired once per fulfillment.",
 } as const;
 
 export type EventType = keyof typeof EVENT_CATALOGUE;

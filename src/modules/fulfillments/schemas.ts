@@ -13,6 +13,8 @@ export const Fulfillment = z
       .describe('The physical lines to ship'),
     tracking_number: z.string().nullable(),
     carrier: z.string().nullable(),
+    tracking_url: z.string().nullable(),
+    shipped_at: Timestamp.nullable().describe('When it left the warehouse (POST /v1/fulfillments/{id}/ship)'),
     created_at: Timestamp.nullable(),
     updated_at: Timestamp.nullable(),
   })
