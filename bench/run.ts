@@ -1292,7 +1292,11 @@ async function main(): Promise<number> {
 
     let failure: string | null = null;
     if (interrupted) failure = 'interrupted';
-    else if (result.flowsCompleted === 0) failure = 'no funnel completed';
+    else if (result.flowsCompleted === 0)
+      failure =
+        result.allFlowsCompleted > 0
+          ? `no funnel that started in the measured window completed (${result.allFlowsCompleted} started before it did): a funnel takes longer than the window here, try a longer --duration`
+          : 'no funnel completed';
     else if (errorRate > opts.maxErrorRate) failure = `error rate ${(errorRate * 100).toFixed(2)}% is above ${(opts.maxErrorRate * 100).toFixed(2)}%`;
     else if (checks.some((x) => !x.ok)) failure = `correctness: ${checks.filter((x) => !x.ok).map((x) => x.name).join(', ')} mismatch`;
 
