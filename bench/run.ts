@@ -1192,9 +1192,10 @@ async function main(): Promise<number> {
     // Set in the driver's phase callback (TypeScript cannot see that it ran).
     const windowCommits = dbCommitsInWindow as { explicit: number; single: number } | null;
     const rssMb = rssAtEnd as Report['results']['server']['rss_mb'];
-    const commitsPerFlow = windowCommits
-      ? { explicit: perFlow(windowCommits.explicit)!, single_statement: perFlow(windowCommits.single)!, total: perFlow(windowCommits.explicit + windowCommits.single)! }
-      : null;
+    const commitsPerFlow =
+      windowCommits && result.flowsCompleted > 0
+        ? { explicit: perFlow(windowCommits.explicit)!, single_statement: perFlow(windowCommits.single)!, total: perFlow(windowCommits.explicit + windowCommits.single)! }
+        : null;
     const cpuTarget = TARGETS.cpu_ms_per_flow[kind];
     const rssTarget = TARGETS.rss_mb[kind];
     const commitsMeasured = commitsPerFlow?.total ?? xact?.per_flow ?? null;
