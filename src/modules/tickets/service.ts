@@ -77,8 +77,8 @@ export class TicketsService {
         assignee_id: body.assignee ?? null,
         created_by: `${actor.type}:${actor.id}`,
       });
-      if (body.message) await this.insertMessage(trx, principal, ticket, body.message.body, body.message.author);
-      return ticketView(ticket);
+      if (!body.message) return ticketView(ticket);
+      return ticketView((await this.insertMessage(trx, principal, ticket, body.message.body, body.message.author)).ticket);
     });
   }
 
@@ -118,8 +118,7 @@ export class TicketsService {
     const message = await repo.insertMessage(trx, { id: idOf('tmsg'), team_id: ticket.team_id, ticket_id: ticket.id, author_type: by.type, author_id: by.id, body });
     const reopen = author === 'customer' && (ticket.status === 'pending' || ticket.status === 'solved');
     if (reopen) TICKET.assertMove(ticket.status, 'open');
-    await repo.updateTicket(trx, ticket.team_id, ticket.id, reopen ? { status: 'open' } : {});
-    return message;
+    return { message, ticket: await repo.updateTicket(trx, ticket.team_id, ticket.id, reopen ? { status: 'open' } : {}) };
   }
 
   async addMessage(principal: Principal, ticketId: string, body: AddMessageBody): Promise<MessageView> {
@@ -127,7 +126,7 @@ export class TicketsService {
     const ids = [...new Set(body.attachment_ids ?? [])];
     return this.d.store.transaction(async (trx) => {
       const ticket = await this.ticketOr404(trx, teamId, ticketId, true);
-      const message = await this.insertMessage(trx, principal, ticket, body.body, body.author);
+      const { message } = await this.insertMessage(trx, principal, ticket, body.body, body.author);
       const claimed = await repo.claimAttachments(trx, teamId, ticket.id, ids, message.id);
       if (claimed.length !== ids.length) {
         const missing = ids.filter((id) => !claimed.some((a) => a.id === id));
