@@ -199,7 +199,7 @@ export function OrdersList() {
                     </Text>
                   )}
                 </Table.Td>
-                <Table.Td>{dates.dateTime(o.created_at)}</Table.Td>
+                <Table.Td style={{ whiteSpace: 'nowrap' }}>{dates.dateTime(o.created_at)}</Table.Td>
                 <Table.Td>
                   <Text size="sm">{[o.customer.first_name, o.customer.last_name].filter(Boolean).join(' ') || '—'}</Text>
                   <Text size="xs" c="dimmed">

@@ -23,7 +23,7 @@ export const humanize = (s: string) => s.replace(/_/g, ' ');
 export function StatusBadge({ status, label }: { status: string | null | undefined; label?: string }) {
   if (!status) return <Badge variant="outline" color="gray">none</Badge>;
   return (
-    <Badge variant="light" color={STATUS_COLORS[status] ?? 'gray'} aria-label={label ? `${label}: ${humanize(status)}` : undefined}>
+    <Badge variant="light" color={STATUS_COLORS[status] ?? 'gray'} styles={{ root: { maxWidth: 'none', flexShrink: 0, overflow: 'visible' }, label: { overflow: 'visible' } }} aria-label={label ? `${label}: ${humanize(status)}` : undefined}>
       {humanize(status)}
     </Badge>
   );
