@@ -50,7 +50,8 @@ function buildCli() {
     .description(
       'Everything on one machine: API server, worker and the provider sandbox (CHECKSTAND_SANDBOX=off to skip); on an empty database, a demo team, funnel, sandbox gateway and token. Prints where everything is on every start.',
     )
-    .action(async () => (await load('serve')).serve({ worker: true, seedIfEmpty: true, sandbox: sandboxWanted() }));
+    .option('--no-demo-history', 'seed no demo history (60 days of orders for the demo team); also CHECKSTAND_DEMO_HISTORY=0')
+    .action(async (o) => (await load('serve')).serve({ worker: true, seedIfEmpty: true, sandbox: sandboxWanted(), demoHistory: o.demoHistory }));
 
   program
     .command('serve')

@@ -34,7 +34,7 @@ export interface DemoHistoryOptions {
   /** The provider sandbox the demo gateways point at. */
   sandboxUrl: string;
   log?: Pick<Logger, 'info' | 'warn'>;
-  /** After each story: how many of the plan's stories exist now. */
+  /** Before the first story to run and after each: how many of the plan's stories exist now (not called when there is nothing to do). */
   progress?: (done: number, total: number) => void;
   /** Stops between stories (a server shutting down); the next run goes on from there. */
   signal?: AbortSignal;
@@ -95,6 +95,8 @@ type Sub = 'trial' | 'active' | 'past_due' | 'cancelled' | 'cancelled_in_trial';
 
 interface Story {
   n: number;
+  /** Days before today (the team's time zone). */
+  ago: number;
   email: string;
   first: string;
   last: string;
@@ -147,6 +149,7 @@ export function planHistory(now: Date, timeZone: string): Story[] {
       const refundRoll = r();
       stories.push({
         n,
+        ago,
         email: `${first}.${last}.${String(n).padStart(3, '0')}@example.com`.toLowerCase().replace('ü', 'ue'),
         first,
         last,
@@ -168,10 +171,10 @@ export function planHistory(now: Date, timeZone: string): Story[] {
     }
   }
   // The cases every report needs at least once, on fixed days.
-  const on = (ago: number, i = 0) => stories.filter((s) => Math.round((now.getTime() - s.at.getTime()) / DAY_MS) === ago)[i] ?? stories.at(-1 - ago)!;
+  const on = (ago: number, i = 0) => stories.filter((s) => s.ago === ago)[i] ?? stories.filter((s) => s.ago === ago)[0]!;
   const force = (s: Story, patch: Partial<Story>) => Object.assign(s, { kind: 'card', card: SANDBOX_CARDS.approve, club: false, sub: null, refund: null, ...patch });
-  force(on(0), { void: true, note: 'Ordered twice by mistake: voided the second order.' });
-  force(on(6), { void: true });
+  force(on(0), { void: true, upsell: false, note: 'Ordered twice by mistake: voided the second order.' });
+  force(on(6), { void: true, upsell: false });
   force(on(41), { kind: 'extpay', dispute: 'chargeback', affiliate: 0, upsell: false, note: 'Chargeback (fraudulent): evidence sent to the provider.' });
   force(on(23), { kind: 'extpay', dispute: 'warning', upsell: false });
   for (const ago of [52, 33, 12]) force(on(ago, 1), { kind: 'extpay', upsell: false });
@@ -455,6 +458,7 @@ export async function seedDemoHistory(ctx: AppContext, ids: DemoHistoryIds, opts
   const todo = plan.filter((s) => !known.has(s.email));
   const result: DemoHistoryResult = { total: plan.length, created: 0, existing: plan.length - todo.length, stopped: false };
   if (todo.length === 0) return result;
+  opts.progress?.(result.existing, plan.length);
   const run = new HistoryRun(ctx, ids, opts, now);
   await run.setUp();
   let batch: Done[] = [];

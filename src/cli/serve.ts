@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { type Config, loadConfig } from '../app/config.ts';
 import { type Runtime, StartupError, openRuntime } from '../app/runtime.ts';
+import { demoHistoryWanted, startDemoHistory } from '../app/demo-history.ts';
 import { type DemoSeed, seedDemo } from '../app/seed.ts';
 import { buildServer } from '../app/server.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
@@ -116,6 +117,8 @@ export interface ServeOptions {
   worker: boolean;
   seedIfEmpty: boolean;
   sandbox: boolean;
+  /** `start`: the demo team's 60 days of history (src/app/demo-history.ts), in the background once the server listens, unless false (`--no-demo-history`) or CHECKSTAND_DEMO_HISTORY=0. */
+  demoHistory?: boolean;
   /** `checkstand serve`: `--processes`, or 'auto' (SERVE_PROCESSES, else the production default). Unset (`start`): one process. */
   processes?: number | 'auto';
 }
@@ -279,6 +282,10 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
       }) + '\n',
     );
     if (printed && state && embedded) writeDemoState(config.dataDir, { ...state, token_printed: true });
+    if (opts.demoHistory !== undefined && demoHistoryWanted(opts.demoHistory) && sandbox && state?.gateway_id && !clusterChild) {
+      const history = startDemoHistory(ctx, state, { sandboxUrl: sandbox.url, log, progress: demoHistoryProgress() });
+      cleanups.push(() => history.stop());
+    }
 
     let closing = false;
     const shutdown = async (signal: string) => {
@@ -295,6 +302,19 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     await cleanup();
     throw err;
   }
+}
+
+/** The demo history's lines on the terminal: when it starts, at each quarter, and when it is done. */
+function demoHistoryProgress(): (done: number, total: number) => void {
+  const started = Date.now();
+  let shown = -1;
+  return (done, total) => {
+    const quarter = Math.floor((done * 4) / total);
+    if (shown === -1) process.stdout.write(`  Demo history ${done === 0 ? 'creating' : 'finishing'} ${total} orders of the last 60 days in the background (--no-demo-history or CHECKSTAND_DEMO_HISTORY=0 to skip)\n`);
+    else if (done === total) process.stdout.write(`  Demo history ${total} orders of the last 60 days: done in ${Math.round((Date.now() - started) / 1000)} s\n`);
+    else if (quarter > shown) process.stdout.write(`  Demo history ${done}/${total} orders…\n`);
+    shown = Math.max(shown, quarter);
+  };
 }
 
 function controlHandlers(rt: Runtime, url: string) {
