@@ -148,6 +148,7 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         { name: 'webhooks', description: 'Events, webhook endpoints and their deliveries, autoresponder mail' },
         { name: 'operations', description: 'Health, readiness, metrics' },
         { name: 'members', description: 'Team members, browser sessions, invitations, password resets, two-factor' },
+        { name: 'tickets', description: 'Support tickets of customers: messages and attachments' },
       ],
     },
     transform: jsonSchemaTransform,

@@ -102,6 +102,7 @@ export function registerTicketRoutes(app: Http, ctx: AppContext): void {
         config: { permission: 'orders:annotate' },
         schema: {
           tags,
+          operationId: 'uploadTicketAttachment',
           summary: 'Upload a file to a ticket',
           description:
             `The request body is the file (not multipart), its media type as \`Content-Type\`, its name as \`?filename=\`. At most ${MAX_ATTACHMENT_BYTES} bytes (10 MB, spec §8): ` +
@@ -128,6 +129,7 @@ export function registerTicketRoutes(app: Http, ctx: AppContext): void {
       config: { permission: 'orders:view' },
       schema: {
         tags,
+        operationId: 'downloadAttachment',
         summary: 'Download an attachment',
         description: 'The file with its media type, `Content-Disposition: attachment`, `X-Content-Type-Options: nosniff` and a sandboxing `Content-Security-Policy`.',
         params: AttachmentParams,
