@@ -75,7 +75,7 @@ describe('demo history', () => {
     expect(skew!.n).toBe(0);
   });
 
-  it('declines with several reasons, full and partial refunds, a void, disputes with a chargeback, test orders', async () => {
+  it('declines with several reasons, full and partial refunds, a void, disputes with a chargeback, test orders, shipments, notes', async () => {
     const byType = await rows(sql<{ type: string; status: string; code: string | null; n: number }>`
       select type, status, response_code as code, count(*)::int as n from transactions where team_id = ${seed.team_id} group by 1, 2, 3`);
     const declineCodes = new Set(byType.filter((t) => t.type === 'sale' && t.status === 'declined').map((t) => t.code));
@@ -101,6 +101,9 @@ describe('demo history', () => {
     expect(o!.upsells).toBeGreaterThan(10);
     expect(o!.rebills).toBeGreaterThan(2);
     expect((await counts()).notes).toBeGreaterThan(5);
+    const ful = await rows(sql<{ status: string; n: number }>`select status, count(*)::int as n from fulfillments where team_id = ${seed.team_id} group by 1`);
+    expect(ful.find((f) => f.status === 'shipped')?.n ?? 0).toBeGreaterThan(100);
+    expect(ful.find((f) => f.status === 'pending')?.n ?? 0).toBeGreaterThan(0);
   });
 
   it('subscriptions active, past due, cancelled and in trial; orders of three affiliates', async () => {

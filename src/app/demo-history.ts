@@ -2,7 +2,7 @@
  * Demo history (issue 17): about two hundred orders over the last 60 days for the demo team, so every
  * page of the dashboard and every report has something to show. Everything goes through the use
  * cases against the provider sandbox — leads, card payments (approved, and declined with several of
- * the sandbox's decline cards), upsells, completions, full and partial refunds, a void, rebills,
+ * the sandbox's decline cards), upsells, completions, shipments, full and partial refunds, a void, rebills,
  * dunning, cancellations, extpay payments and their disputes (opened at the sandbox, arriving as its
  * signed webhooks) — so every transaction has its counterpart in the sandbox's ledger. Nothing is
  * inserted behind the services' back; the only direct SQL is the back-dating below (and one read).
@@ -304,11 +304,12 @@ class HistoryRun {
     if (s.upsell) await checkout.upsell.processUpsell(this.team, { order_number: order, upsell_id: this.ids.upsells[1]!.upsell_id, quantity: 1 });
     await checkout.finalize.completeOrder(this.team, order);
 
+    if (!s.void && this.now.getTime() - s.at.getTime() > 2 * DAY_MS) await this.ship(s, order, later);
     if (s.void) {
       await later(0);
       await checkout.reverse.void(this.team, order, { transaction_id: charge, reason: 'Customer ordered twice' });
     } else if (s.refund) {
-      await later(2 + (s.n % 9));
+      await later(3 + (s.n % 8));
       const amount = s.refund === 'partial' ? 1500 : undefined;
       await checkout.reverse.refund(this.team, order, { transaction_id: charge, ...(amount ? { amount } : {}), reason: s.refund === 'partial' ? 'Arrived late: partial refund' : 'Did not suit her skin' });
     }
@@ -318,6 +319,17 @@ class HistoryRun {
       await customers.addNote(this.team, done.customerId, s.note, this.author);
     }
     return done;
+  }
+
+  /** The warehouse ships an order a day or two after it: carrier and tracking on its fulfillment (orders of the last two days stay pending). */
+  private async ship(s: Story, order: string, later: (days: number) => Promise<void>): Promise<void> {
+    const { fulfillments } = this.ctx.services;
+    const days = 1 + (s.n % 2);
+    await later(days);
+    const carrier = ['USPS', 'UPS', 'FedEx'][s.n % 3]!;
+    for (const f of (await fulfillments.list(this.team, { limit: 5, order_number: order, status: 'pending' })).items) {
+      await fulfillments.ship(this.team, f.id, { carrier, tracking_number: `DEMO${String(s.n).padStart(6, '0')}${s.email.length}`, shipped_at: addDays(s.at, days, this.now) });
+    }
   }
 
   /** The refill club: rebills for the cycles already due, dunning on the soft-decline card, cancellations. */
