@@ -450,6 +450,26 @@ export interface paths {
         patch: operations["updateCoupon"];
         trace?: never;
     };
+    "/v1/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List and search customers, newest first
+         * @description Filters combine (AND). A customer's orders are `GET /v1/orders?customer_number=`, their subscriptions `GET /v1/subscriptions?customer_number=`, their tickets `GET /v1/tickets?customer_number=`.
+         */
+        get: operations["listCustomers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/customers/{customer_number}": {
         parameters: {
             query?: never;
@@ -536,6 +556,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/fulfillments/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export fulfillments as CSV for a warehouse
+         * @description The pending fulfillments (or another `status`) of the team as a CSV download (`Content-Disposition: attachment`), every one of them, not a page. Needs `orders:fulfill` (a bulk export of shipping addresses belongs to whoever records the shipments).
+         */
+        get: operations["exportFulfillments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/fulfillments/{id}": {
         parameters: {
             query?: never;
@@ -547,6 +587,26 @@ export interface paths {
         get: operations["getFulfillment"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fulfillments/{id}/ship": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a fulfillment shipped, with carrier and tracking number
+         * @description Moves a `pending` fulfillment to `shipped`; the order's timeline gets a `fulfillment.shipped` row and the `fulfillment.shipped` event (webhooks) is written in the same transaction. 200 with the fulfillment. Shipping it again with the same carrier and tracking number changes nothing and answers 200 again (safe to retry, no second event); other tracking on a shipped fulfillment, or a `cancelled` or `delivered` one, answers 409 `conflict`.
+         */
+        post: operations["shipFulfillment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1972,6 +2032,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List support tickets, newest first */
+        get: operations["listTickets"];
+        put?: never;
+        /**
+         * Open a support ticket for a customer, optionally about one of their orders
+         * @description Starts `open`. `customer_number` or `order_number` (then the order's customer); an order of another customer is 422. `assignee` must be a member of the team.
+         */
+        post: operations["createTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tickets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a support ticket */
+        get: operations["getTicket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a ticket's status, assignee or subject
+         * @description Status moves: open → pending, solved, closed; pending → open, solved, closed; solved → open, closed; closed is final (409 `conflict`).
+         */
+        patch: operations["updateTicket"];
+        trace?: never;
+    };
+    "/v1/tickets/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a ticket's messages with their attachments, newest first */
+        get: operations["listTicketMessages"];
+        put?: never;
+        /**
+         * Add a message to a ticket, with attachments uploaded before
+         * @description A closed ticket takes no message (409). A message with `author` `customer` on a pending or solved ticket reopens it. `attachment_ids` must be uploads of this ticket that no message holds yet (422 otherwise; nothing is written).
+         */
+        post: operations["createTicketMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/attachments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an attachment
+         * @description The file with its media type, `Content-Disposition: attachment`, `X-Content-Type-Options: nosniff` and a sandboxing `Content-Security-Policy`.
+         */
+        get: operations["downloadAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reports/revenue": {
         parameters: {
             query?: never;
@@ -2072,6 +2215,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tickets/{id}/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file to a ticket
+         * @description The request body is the file (not multipart), its media type as `Content-Type`, its name as `?filename=`. At most 10485760 bytes (10 MB, spec §8): a larger body answers 413 `body_too_large` and nothing is stored. Allowed: image/png, image/jpeg, image/gif, image/webp, application/pdf, text/plain, text/csv; the bytes must be that type (PNG, JPEG, GIF, WebP and PDF by their signature, text as UTF-8 without control characters), else 415 `unsupported_media_type`. Answers the attachment; name it in `attachment_ids` of the next message (POST /v1/tickets/{id}/messages).
+         */
+        post: operations["uploadTicketAttachment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2114,6 +2277,17 @@ export interface components {
             state?: string;
             postal_code?: string;
             country?: string;
+        };
+        AddTicketMessage: {
+            body: string;
+            /**
+             * @description `member` (default): the caller wrote it; `customer`: the customer's own words, recorded by the caller
+             * @default member
+             * @enum {string}
+             */
+            author?: "member" | "customer";
+            /** @description Files uploaded to this ticket (POST /v1/tickets/{id}/attachments) that no message holds yet */
+            attachment_ids?: string[];
         };
         Affiliate: {
             /** @constant */
@@ -2332,6 +2506,26 @@ export interface components {
                 /** @description Percent, two decimals (0 when nothing to divide by) */
                 approval_rate: number;
             }[];
+        };
+        Attachment: {
+            /** @constant */
+            object: "attachment";
+            /** @description `att_…` */
+            id: string;
+            ticket_id: string;
+            /** @description The message holding it; null until a message names it */
+            message_id: string | null;
+            filename: string;
+            /** @enum {string} */
+            content_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp" | "application/pdf" | "text/plain" | "text/csv";
+            /** @description Bytes */
+            size: number;
+            /** @description Hex SHA-256 of the bytes */
+            sha256: string;
+            /** @description Where to download it: `/v1/attachments/{id}` */
+            url: string;
+            /** @description ISO 8601 timestamp */
+            created_at: string;
         };
         AuditEntry: {
             /** @constant */
@@ -2767,6 +2961,25 @@ export interface components {
             card_number: string;
             label?: string | null;
         };
+        CreateTicket: {
+            /** @description Required unless `order_number` is given (the ticket is then for its customer) */
+            customer_number?: string;
+            /** @description One of the customer's orders, when the ticket is about it */
+            order_number?: string;
+            subject: string;
+            /** @description A member of the team (user id) */
+            assignee?: string;
+            /** @description The first message */
+            message?: {
+                body: string;
+                /**
+                 * @description `member` (default): the caller wrote it; `customer`: the customer's own words, recorded by the caller
+                 * @default member
+                 * @enum {string}
+                 */
+                author?: "member" | "customer";
+            };
+        };
         CreateUpsell: {
             /** @description Id (`cmp_…`) */
             campaign_id: string;
@@ -2783,7 +2996,7 @@ export interface components {
              */
             url: string;
             description?: string | null;
-            /** @description Event types to receive (order.completed, order.declined, order.upsell_added, order.upsell_declined, refund.created, charge.voided, subscription.created, subscription.updated, subscription.renewed, subscription.past_due, subscription.recovered, subscription.cancelled, lead.abandoned, order.disputed), or ["*"] for all */
+            /** @description Event types to receive (order.completed, order.declined, order.upsell_added, order.upsell_declined, refund.created, charge.voided, subscription.created, subscription.updated, subscription.renewed, subscription.past_due, subscription.recovered, subscription.cancelled, lead.abandoned, order.disputed, fulfillment.shipped), or ["*"] for all */
             event_types: string[];
         };
         CustomerInput: {
@@ -3087,6 +3300,9 @@ export interface components {
             }[];
             tracking_number: string | null;
             carrier: string | null;
+            tracking_url: string | null;
+            /** @description When it left the warehouse (POST /v1/fulfillments/{id}/ship) */
+            shipped_at: string | null;
             created_at: string | null;
             updated_at: string | null;
         };
@@ -3834,6 +4050,15 @@ export interface components {
             /** @description The absolute end of the session (it also ends after 12 hours without a request) */
             expires_at: string | null;
         };
+        ShipFulfillment: {
+            /** @description e.g. `USPS`, `UPS`, `DHL Express` */
+            carrier: string;
+            tracking_number: string;
+            /** Format: uri */
+            tracking_url?: string;
+            /** @description ISO 8601; defaults to now */
+            shipped_at?: unknown;
+        };
         Subscription: {
             /** @constant */
             object: "subscription";
@@ -3972,6 +4197,45 @@ export interface components {
                 requested: number;
                 automatic: number;
             };
+        };
+        Ticket: {
+            /** @constant */
+            object: "ticket";
+            /** @description `tkt_…` */
+            id: string;
+            customer_number: string;
+            order_number: string | null;
+            subject: string;
+            /**
+             * @description `open` (waits on the team), `pending` (waits on the customer), `solved` (can reopen), `closed` (final)
+             * @enum {string}
+             */
+            status: "open" | "pending" | "solved" | "closed";
+            /** @description The member (user id) it is assigned to */
+            assignee: string | null;
+            /** @description `user:<id>` or `token:<id>` */
+            created_by: string;
+            /** @description ISO 8601 timestamp */
+            created_at: string;
+            /** @description ISO 8601 timestamp */
+            updated_at: string;
+        };
+        TicketMessage: {
+            /** @constant */
+            object: "ticket_message";
+            /** @description `tmsg_…` */
+            id: string;
+            ticket_id: string;
+            author: {
+                /** @enum {string} */
+                type: "user" | "token" | "customer";
+                /** @description A user id (`usr_…`), an API token id (`tok_…`) or the customer number */
+                id: string;
+            };
+            body: string;
+            attachments: components["schemas"]["Attachment"][];
+            /** @description ISO 8601 timestamp */
+            created_at: string;
         };
         TotpCode: {
             /** @description The 6-digit code of the authenticator app */
@@ -4164,6 +4428,13 @@ export interface components {
             /** @description Changing it moves every live card subscription's next billing day to the rebill hour in the new zone */
             time_zone?: string;
         };
+        UpdateTicket: {
+            /** @enum {string} */
+            status?: "open" | "pending" | "solved" | "closed";
+            /** @description A member of the team; null unassigns */
+            assignee?: string | null;
+            subject?: string;
+        };
         UpdateUpsell: {
             name?: string;
             /** @description Position in the funnel after the first purchase, from 1 */
@@ -4177,7 +4448,7 @@ export interface components {
              */
             url?: string;
             description?: string | null;
-            /** @description Event types to receive (order.completed, order.declined, order.upsell_added, order.upsell_declined, refund.created, charge.voided, subscription.created, subscription.updated, subscription.renewed, subscription.past_due, subscription.recovered, subscription.cancelled, lead.abandoned, order.disputed), or ["*"] for all */
+            /** @description Event types to receive (order.completed, order.declined, order.upsell_added, order.upsell_declined, refund.created, charge.voided, subscription.created, subscription.updated, subscription.renewed, subscription.past_due, subscription.recovered, subscription.cancelled, lead.abandoned, order.disputed, fulfillment.shipped), or ["*"] for all */
             event_types?: string[];
             /** @description false stops deliveries and cancels pending ones; true re-enables a disabled endpoint and resets its failure count */
             is_active?: boolean;
@@ -8217,6 +8488,102 @@ export interface operations {
             };
         };
     };
+    listCustomers: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100, default 20 */
+                limit?: number;
+                /** @description An id from the previous page: items after it are returned */
+                starting_after?: string;
+                /** @description Only items created at or after this ISO 8601 time */
+                created_gte?: unknown;
+                /** @description Only items created at or before this ISO 8601 time */
+                created_lte?: unknown;
+                /** @description Customers whose e-mail contains this, case-insensitively (a prefix such as `amy@` works) */
+                email?: string;
+                /** @description Customers whose first, last or full name contains this, case-insensitively */
+                name?: string;
+                /** @description Customers whose phone contains these digits (spaces, dashes, brackets and `+` are ignored on both sides) */
+                phone?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message: string;
+                        data: components["schemas"]["CustomerRecord"][];
+                        /** @description True when more items follow; pass the last id as `starting_after`. */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getCustomer: {
         parameters: {
             query?: never;
@@ -8820,6 +9187,87 @@ export interface operations {
             };
         };
     };
+    exportFulfillments: {
+        parameters: {
+            query?: {
+                /** @description Default `pending`: what the warehouse still has to ship */
+                status?: "pending" | "shipped" | "delivered" | "cancelled";
+                /** @description Only items created at or after this ISO 8601 time */
+                created_gte?: unknown;
+                /** @description Only items created at or before this ISO 8601 time */
+                created_lte?: unknown;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getFulfillment: {
         parameters: {
             query?: never;
@@ -8873,6 +9321,136 @@ export interface operations {
                 };
             };
             /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    shipFulfillment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id (`ful_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShipFulfillment"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["Fulfillment"];
+                    };
+                };
+            };
+            /** @description Bad request: `malformed_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `conflict`, `idempotency_in_flight` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `body_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed`, `idempotency_key_reused` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13817,7 +14395,7 @@ export interface operations {
                 created_gte?: unknown;
                 /** @description Only items created at or before this ISO 8601 time */
                 created_lte?: unknown;
-                type?: "order.completed" | "order.declined" | "order.upsell_added" | "order.upsell_declined" | "refund.created" | "charge.voided" | "subscription.created" | "subscription.updated" | "subscription.renewed" | "subscription.past_due" | "subscription.recovered" | "subscription.cancelled" | "lead.abandoned" | "order.disputed";
+                type?: "order.completed" | "order.declined" | "order.upsell_added" | "order.upsell_declined" | "refund.created" | "charge.voided" | "subscription.created" | "subscription.updated" | "subscription.renewed" | "subscription.past_due" | "subscription.recovered" | "subscription.cancelled" | "lead.abandoned" | "order.disputed" | "fulfillment.shipped";
                 /** @description Id (`ord_…`) */
                 order_number?: string;
             };
@@ -20618,6 +21196,765 @@ export interface operations {
             };
         };
     };
+    listTickets: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100, default 20 */
+                limit?: number;
+                /** @description An id from the previous page: items after it are returned */
+                starting_after?: string;
+                /** @description Only items created at or after this ISO 8601 time */
+                created_gte?: unknown;
+                /** @description Only items created at or before this ISO 8601 time */
+                created_lte?: unknown;
+                status?: "open" | "pending" | "solved" | "closed";
+                /** @description Id (`cus_…`) */
+                customer_number?: string;
+                /** @description Id (`ord_…`) */
+                order_number?: string;
+                /** @description Id (`usr_…`) */
+                assignee?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message: string;
+                        data: components["schemas"]["Ticket"][];
+                        /** @description True when more items follow; pass the last id as `starting_after`. */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTicket"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["Ticket"];
+                    };
+                };
+            };
+            /** @description Bad request: `malformed_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `conflict`, `idempotency_in_flight` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `body_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed`, `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id (`tkt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["Ticket"];
+                    };
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id (`tkt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTicket"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["Ticket"];
+                    };
+                };
+            };
+            /** @description Bad request: `malformed_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `body_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTicketMessages: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100, default 20 */
+                limit?: number;
+                /** @description An id from the previous page: items after it are returned */
+                starting_after?: string;
+                /** @description Only items created at or after this ISO 8601 time */
+                created_gte?: unknown;
+                /** @description Only items created at or before this ISO 8601 time */
+                created_lte?: unknown;
+            };
+            header?: never;
+            path: {
+                /** @description Id (`tkt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message: string;
+                        data: components["schemas"]["TicketMessage"][];
+                        /** @description True when more items follow; pass the last id as `starting_after`. */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createTicketMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id (`tkt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddTicketMessage"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["TicketMessage"];
+                    };
+                };
+            };
+            /** @description Bad request: `malformed_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `conflict`, `idempotency_in_flight` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `body_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed`, `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    downloadAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id (`att_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                    "image/jpeg": string;
+                    "image/gif": string;
+                    "image/webp": string;
+                    "application/pdf": string;
+                    "text/plain": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getRevenueReport: {
         parameters: {
             query?: {
@@ -21025,6 +22362,146 @@ export interface operations {
                 };
             };
             /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploadTicketAttachment: {
+        parameters: {
+            query?: {
+                /** @description The name the download offers; paths are stripped. Default `attachment.<ext>` */
+                filename?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Id (`tkt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The file itself, as the request body (not multipart) */
+        requestBody: {
+            content: {
+                "image/png": string;
+                "image/jpeg": string;
+                "image/gif": string;
+                "image/webp": string;
+                "application/pdf": string;
+                "text/plain": string;
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["Attachment"];
+                    };
+                };
+            };
+            /** @description Bad request: `malformed_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `conflict`, `idempotency_in_flight` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `body_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed`, `idempotency_key_reused` */
             422: {
                 headers: {
                     [name: string]: unknown;
