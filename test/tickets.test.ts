@@ -42,8 +42,8 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function upload(api: ApiClient, ticket: string, bytes: Buffer, type: string | null, filename?: string) {
-  const headers: Record<string, string> = { authorization: `Bearer ${api.token}` };
+async function upload(api: ApiClient, ticket: string, bytes: Buffer, type: string | null, filename?: string, extra: Record<string, string> = {}) {
+  const headers: Record<string, string> = { authorization: `Bearer ${api.token}`, ...extra };
   if (type !== null) headers['content-type'] = type;
   const q = filename === undefined ? '' : `?filename=${encodeURIComponent(filename)}`;
   const res = await fetch(`${app.url}/v1/tickets/${ticket}/attachments${q}`, { method: 'POST', headers, body: new Uint8Array(bytes) });
@@ -230,6 +230,17 @@ describe('attachments', () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(201);
     expect(ok.body.data.size).toBe(MB10);
     expect((await download(team.api, ok.body.data.id)).bytes.equals(big)).toBe(true);
+
+    // Idempotency-Key: the fingerprint is the file's digest (not its ten million bytes); a retry replays the first answer.
+    const key = { 'idempotency-key': `upload-${t.id}` };
+    const first = await upload(team.api, t.id, big, 'image/png', 'large.png', key);
+    expect(first.status).toBe(201);
+    const replay = await upload(team.api, t.id, big, 'image/png', 'large.png', key);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body.data.id).toBe(first.body.data.id);
+    const otherFile = await upload(team.api, t.id, PNG, 'image/png', 'large.png', key);
+    expect(otherFile.status).toBe(422);
+    expect(otherFile.body.error.code).toBe('idempotency_key_reused');
 
     const before = await stored();
     const tooBig = Buffer.concat([big, Buffer.from([0x20])]);

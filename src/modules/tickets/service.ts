@@ -150,7 +150,7 @@ export class TicketsService {
    * must be what it says (415 otherwise); the size limit is enforced by the route's body limit (413)
    * and again here. The bytes and the row are written together: a failed insert leaves no file.
    */
-  async upload(principal: Principal, ticketId: string, file: { bytes: Buffer | undefined; contentType: string | undefined; filename: string | undefined }): Promise<AttachmentView> {
+  async upload(principal: Principal, ticketId: string, file: { bytes: Buffer | undefined; sha256?: string | undefined; contentType: string | undefined; filename: string | undefined }): Promise<AttachmentView> {
     const teamId = principal.teamId;
     const bytes = file.bytes ?? Buffer.alloc(0);
     const type = mediaTypeOf(file.contentType);
@@ -175,7 +175,7 @@ export class TicketsService {
           filename: cleanFilename(file.filename, type),
           content_type: type,
           size: bytes.length,
-          sha256: createHash('sha256').update(bytes).digest('hex'),
+          sha256: file.sha256 ?? createHash('sha256').update(bytes).digest('hex'),
           storage: storage.kind,
           storage_key: id,
           uploaded_by: `${actor.type}:${actor.id}`,
