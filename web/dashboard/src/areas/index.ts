@@ -6,3 +6,4 @@ export const areas: Area[] = [];
 // To add an area: create src/areas/<name>/index.ts exporting `defineArea({ key, label, icon, permission, routes })`
 // (see ./types.ts and web/dashboard/README.md), then append ONE line here:
 import orders from './orders/index.ts'; areas.push(orders);
+import reports from './reports/index.ts'; areas.push(reports);
