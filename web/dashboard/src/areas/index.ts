@@ -7,3 +7,7 @@ export const areas: Area[] = [];
 // (see ./types.ts and web/dashboard/README.md), then append ONE line here:
 import orders from './orders/index.ts'; areas.push(orders);
 import reports from './reports/index.ts'; areas.push(reports);
+import customers from './customers/index.ts'; areas.push(customers);
+import subscriptions from './subscriptions/index.ts'; areas.push(subscriptions);
+import fulfillments from './fulfillments/index.ts'; areas.push(fulfillments);
+import tickets from './tickets/index.ts'; areas.push(tickets);
