@@ -11,3 +11,4 @@ import customers from './customers/index.ts'; areas.push(customers);
 import subscriptions from './subscriptions/index.ts'; areas.push(subscriptions);
 import fulfillments from './fulfillments/index.ts'; areas.push(fulfillments);
 import tickets from './tickets/index.ts'; areas.push(tickets);
+import catalog from './catalog/index.ts'; areas.push(catalog);
