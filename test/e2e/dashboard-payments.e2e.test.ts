@@ -1,0 +1,208 @@
+/**
+ * The dashboard's Payments setup and Affiliates areas in headless Chromium against the real server
+ * with the demo seed (two sandbox gateways, an extpay connection to the sandbox's Whop stand-in):
+ * the demo Team Owner creates a weighted router with two members (the API then holds both members
+ * and their weights), creates an extpay connection and presses Test on three connections whose
+ * outcomes differ (each shown its own way, each the one the API answers), and opens the affiliate
+ * report (its table and chart show what GET /v1/reports/affiliates answers).
+ *
+ * Needs Chromium (CHROMIUM_PATH, default /usr/bin/chromium).
+ * DASHBOARD_SCREENSHOTS=1 writes the screenshots linked from the README to docs/screenshots/.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CARD, email } from '../support/fixtures.ts';
+import { bootDashboard, type DashboardEnv, launchChromium, loginAs, newPage } from './dashboard-support.ts';
+
+const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : path.join(os.tmpdir(), 'checkstand-e2e');
+
+let env: DashboardEnv;
+let browser: Browser;
+let context: BrowserContext | undefined;
+
+beforeAll(async () => {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  env = await bootDashboard();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await env?.close();
+});
+afterEach(async () => {
+  await context?.close();
+  context = undefined;
+});
+
+async function open(): Promise<{ page: Page; problems: string[] }> {
+  const p = await newPage(browser);
+  context = p.context;
+  return p;
+}
+
+/** The sandbox's base URL, read from the seeded extpay connection (`<sandbox>/extpay/sandbox/api/v1`). */
+async function sandboxUrl(): Promise<string> {
+  const c = (await env.merchant.get(`/v1/extpay-connections/${env.seed.extpay_connection_id}`)).body.data;
+  const m = /^(.*)\/extpay\/sandbox\/api\/v1\/?$/.exec(c.base_url as string);
+  if (!m) throw new Error(`unexpected extpay base_url ${c.base_url}`);
+  return m[1]!;
+}
+
+/** Tells the sandbox's Whop stand-in about a company and its keys (as test/connections.test.ts does). */
+async function sandboxCompany(companyId: string, keys: Array<{ key: string; permissions?: string[] }>): Promise<void> {
+  const r = await fetch(`${await sandboxUrl()}/extpay/sandbox/sandbox/companies`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ company_id: companyId, api_keys: keys }),
+  });
+  if (r.status >= 300) throw new Error(`the sandbox refused the company: ${r.status} ${await r.text()}`);
+}
+
+describe('dashboard: payments setup', () => {
+  it('creates a weighted router with two members; the API shows both members and their weights', async () => {
+    const cardGateway = env.seed.gateway_id!;
+    const threedsGateway = env.seed.threeds_gateway_id!;
+    expect(cardGateway && threedsGateway).toBeTruthy();
+    const { page, problems } = await open();
+    await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, '/payments');
+    // The gateways list shows the credentials' hints, never the credentials.
+    const gateways = page.getByRole('table', { name: 'Gateways' });
+    await gateways.locator(`tr[data-gateway="${cardGateway}"]`).waitFor();
+    const hint = (await env.merchant.get(`/v1/gateways/${cardGateway}`)).body.data.credentials_hint.security_key as string;
+    expect(await gateways.locator(`tr[data-gateway="${cardGateway}"]`).textContent()).toContain(hint);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-payments-gateways.png') });
+
+    await page.getByRole('tab', { name: 'Routers' }).click();
+    await page.getByRole('table', { name: 'Routers' }).waitFor();
+    await page.getByRole('button', { name: 'New router' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Router name').fill('Split 3:1');
+    await dialog.getByLabel('Strategy').selectOption('weighted');
+    await dialog.getByLabel('Member 1 gateway').selectOption(cardGateway);
+    await dialog.getByLabel('Member 1 weight').fill('3');
+    await dialog.getByRole('button', { name: 'Add member' }).click();
+    await dialog.getByLabel('Member 2 gateway').selectOption(threedsGateway);
+    await dialog.getByLabel('Member 2 weight').fill('1');
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/payment-orchestrators' && r.request().method() === 'POST'),
+      dialog.getByRole('button', { name: 'Create router' }).click(),
+    ]);
+    expect(answer.status()).toBe(201);
+    const id = (await answer.json()).data.id as string;
+    await page.getByRole('heading', { name: 'Router Split 3:1', level: 1 }).waitFor();
+    expect(page.url()).toBe(`${env.url}/dashboard/payments/routers/${id}`);
+
+    // The API holds the router with both members and their weights.
+    const router = (await env.merchant.get(`/v1/payment-orchestrators/${id}`)).body.data;
+    expect(router).toMatchObject({ name: 'Split 3:1', strategy: 'weighted', is_active: true });
+    const weights = Object.fromEntries(router.members.map((m: { gateway_id: string; weight: number }) => [m.gateway_id, m.weight]));
+    expect(weights).toEqual({ [cardGateway]: 3, [threedsGateway]: 1 });
+
+    // The router page lists the members with their weights and shares.
+    const members = page.getByRole('table', { name: 'Router members' });
+    await expect.poll(() => members.locator('tbody tr').count()).toBe(2);
+    expect(await members.locator(`tr[data-member="${cardGateway}"]`).textContent()).toContain('75.0 %');
+    expect(await members.locator(`tr[data-member="${threedsGateway}"]`).textContent()).toContain('25.0 %');
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-payments-router.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  });
+
+  it('tests extpay connections: connected, cannot create checkouts and failed to authenticate, each as the API answers', async () => {
+    await sandboxCompany('biz_dashco', [{ key: 'key_dash_read_only', permissions: ['payment:basic:read'] }]);
+    const base = `${await sandboxUrl()}/extpay/sandbox/api/v1`;
+    const wrong = (await env.merchant.post('/v1/extpay-connections', { name: 'Wrong key', api_key: 'key_nobody_knows', company_id: 'biz_dashco', environment: 'sandbox', webhook_secret: 'ws_x', base_url: base })).body.data;
+
+    const { page, problems } = await open();
+    await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, '/payments/connections');
+    const table = page.getByRole('table', { name: 'Extpay connections' });
+    await table.locator(`tr[data-connection="${env.seed.extpay_connection_id}"]`).waitFor();
+
+    // A new connection through the form: a key that may only read.
+    await page.getByRole('button', { name: 'New connection' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Connection name').fill('Read-only key');
+    await dialog.getByLabel('Environment').selectOption('sandbox');
+    await dialog.getByLabel('Company id').fill('biz_dashco');
+    await dialog.getByLabel('API key').fill('key_dash_read_only');
+    await dialog.getByLabel('Webhook secret').fill('ws_dash_secret');
+    await dialog.getByLabel('API base URL').fill(base);
+    const [created] = await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/extpay-connections' && r.request().method() === 'POST'),
+      dialog.getByRole('button', { name: 'Create connection' }).click(),
+    ]);
+    expect(created.status()).toBe(201);
+    const readOnly = (await created.json()).data as { id: string; api_key_hint: string };
+    await dialog.waitFor({ state: 'hidden' });
+    const stored = (await env.merchant.get(`/v1/extpay-connections/${readOnly.id}`)).body.data;
+    expect(stored).toMatchObject({ name: 'Read-only key', company_id: 'biz_dashco', environment: 'sandbox', status: 'active', webhook_secret_configured: true });
+    await table.locator(`tr[data-connection="${readOnly.id}"]`).waitFor();
+    // Write-only: the page shows the hint, never the key.
+    expect(await page.content()).not.toContain('key_dash_read_only');
+
+    const cases: Array<[string, string, string, RegExp]> = [
+      [env.seed.extpay_connection_id!, 'Sandbox extpay (Whop stand-in)', 'connected', /Connected/],
+      [readOnly.id, 'Read-only key', 'cannot_create_checkouts', /Cannot create checkouts/],
+      [wrong.id, 'Wrong key', 'failed_to_authenticate', /Failed to authenticate/],
+    ];
+    for (const [id, name, outcome, title] of cases) {
+      const [answer] = await Promise.all([
+        page.waitForResponse((r) => new URL(r.url()).pathname === `/v1/extpay-connections/${id}/test` && r.request().method() === 'POST'),
+        page.getByRole('button', { name: `Test ${name}`, exact: true }).click(),
+      ]);
+      expect(answer.status()).toBe(200);
+      const shown = page.getByRole('status', { name: `Test result for ${name}` });
+      await shown.waitFor();
+      expect(await shown.getAttribute('data-outcome')).toBe(outcome);
+      expect(await shown.textContent()).toMatch(title);
+      // The API (and the sandbox behind it) answers the same outcome for that connection.
+      const api = (await env.merchant.post(`/v1/extpay-connections/${id}/test`, {})).body.data;
+      expect(api.status).toBe(outcome);
+      for (const p of api.missing_permissions as string[]) expect(await shown.textContent()).toContain(p);
+      if (outcome === 'cannot_create_checkouts') expect(api.missing_permissions.length).toBeGreaterThan(0);
+    }
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-payments-connections.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  });
+});
+
+describe('dashboard: affiliates', () => {
+  it('the affiliate report shows the API report as a table and a chart', async () => {
+    const created = await env.merchant.post('/v1/affiliates', { id: 'net42', name: 'Network 42', commission: { type: 'fixed', amount: 500 } });
+    expect(created.status, created.text).toBe(201);
+    for (let i = 0; i < 2; i++) {
+      const r = await env.merchant.post('/checkout/orders', {
+        campaign_id: env.seed.campaign_id,
+        currency: env.seed.currency,
+        customer: { email: email('aff'), first_name: 'Aff', last_name: `Buyer${i}` },
+        products: [{ offer_id: env.seed.offers.serum, quantity: 1 }],
+        affiliate: { affiliate_id: 'net42', sub1: 'spring' },
+        payment: CARD,
+      });
+      expect(r.status, r.text).toBe(200);
+    }
+    const report = (await env.merchant.get('/v1/reports/affiliates')).body.data as Array<{ affiliate_id: string; conversions: number; revenue: number; commission: number; currency: string }>;
+    const row = report.find((r) => r.affiliate_id === 'net42')!;
+    expect(row).toMatchObject({ conversions: 2, commission: 1000 });
+
+    const { page, problems } = await open();
+    await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, '/affiliates');
+    await page.getByRole('table', { name: 'Affiliates' }).locator('tr[data-affiliate="net42"]').waitFor();
+    await page.getByRole('tab', { name: 'Report' }).click();
+    const table = page.getByRole('table', { name: 'Affiliate report' });
+    const tr = table.locator('tr[data-affiliate="net42"]');
+    await tr.waitFor();
+    const cells = await tr.locator('td').allTextContents();
+    expect(cells[3]).toBe(String(row.conversions));
+    const money = (minor: number) => new Intl.NumberFormat('en-US', { style: 'currency', currency: row.currency }).format(minor / 100);
+    expect(cells[5]).toBe(money(row.revenue));
+    expect(cells[10]).toBe(money(row.commission));
+    // The chart: one bar group per affiliate row, drawn as SVG.
+    const chart = page.getByRole('figure', { name: `Affiliate revenue chart (${row.currency})` });
+    await chart.locator('svg .recharts-bar-rectangle').first().waitFor();
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-affiliates-report.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  });
+});
