@@ -169,7 +169,7 @@ describe('dashboard: payments setup', () => {
 });
 
 describe('dashboard: affiliates', () => {
-  it('the affiliate report shows the API report as a table and a chart', async () => {
+  it('the affiliate report shows the API report as a table and a chart; the throttle dry run answers as the API', async () => {
     const created = await env.merchant.post('/v1/affiliates', { id: 'net42', name: 'Network 42', commission: { type: 'fixed', amount: 500 } });
     expect(created.status, created.text).toBe(201);
     for (let i = 0; i < 2; i++) {
@@ -203,6 +203,26 @@ describe('dashboard: affiliates', () => {
     const chart = page.getByRole('figure', { name: `Affiliate revenue chart (${row.currency})` });
     await chart.locator('svg .recharts-bar-rectangle').first().waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-affiliates-report.png'), fullPage: true });
+
+    // The affiliate's page: the dry run of another throttle rate answers what the API's simulation does.
+    await page.getByRole('tab', { name: 'Affiliates' }).click();
+    await page.getByRole('link', { name: 'Network 42' }).click();
+    await page.getByRole('heading', { name: 'Affiliate Network 42', level: 1 }).waitFor();
+    await page.getByRole('table', { name: 'Throttle ledger' }).locator('tbody tr').first().waitFor();
+    await page.getByLabel('Simulated rate (%)').fill('50');
+    const [sim] = await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/affiliates/net42/throttle/simulate'),
+      page.getByRole('button', { name: 'Simulate' }).click(),
+    ]);
+    expect(sim.status()).toBe(200);
+    const expected = (await env.merchant.post('/v1/affiliates/net42/throttle/simulate', { throttle_rate: 50, automatic_throttling: true })).body.data;
+    expect(expected).toMatchObject({ conversions: 2, throttled: 1 });
+    const result = page.getByRole('status', { name: 'Simulation result' });
+    await result.waitFor();
+    expect(await result.textContent()).toContain(`${expected.throttled} of ${expected.conversions} conversions throttled`);
+    // Nothing was written: the affiliate keeps no rate.
+    expect((await env.merchant.get('/v1/affiliates/net42')).body.data.throttle_rate).toBeNull();
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-affiliate.png'), fullPage: true });
     expect(problems).toEqual([]);
   });
 });

@@ -106,11 +106,13 @@ function ThrottleSimulator({ affiliateId, currentRate }: { affiliateId: string; 
         </Group>
         <ApiErrorAlert error={sim.error} title="The simulation failed" />
         {r && (
-          <Alert color="blue" role="status" aria-label="Simulation result" title={`At ${pct(r.throttle_rate)}: ${r.throttled} of ${r.conversions} conversions throttled (${pct(r.throttled_share)})`}>
-            <Text size="sm">
-              Simulated: {r.requested} requested, {r.automatic} automatic. What actually happened: {r.actual.throttled} throttled ({r.actual.requested} requested, {r.actual.automatic} automatic).
-            </Text>
-          </Alert>
+          <div role="status" aria-label="Simulation result">
+            <Alert color="blue" title={`At ${pct(r.throttle_rate)}: ${r.throttled} of ${r.conversions} conversions throttled (${pct(r.throttled_share)})`}>
+              <Text size="sm">
+                Simulated: {r.requested} requested, {r.automatic} automatic. What actually happened: {r.actual.throttled} throttled ({r.actual.requested} requested, {r.actual.automatic} automatic).
+              </Text>
+            </Alert>
+          </div>
         )}
       </Stack>
     </Paper>

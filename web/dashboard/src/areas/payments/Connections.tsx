@@ -98,23 +98,22 @@ export function ConnectionsPage() {
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
-            {list.items.map((c) => (
+            {list.items.map((c) => [
               <Table.Tr key={c.id} data-connection={c.id}>
                 <Table.Td>
                   <Text size="sm">{c.name}</Text>
                   <Text size="xs" c="dimmed" ff="monospace">
                     {c.id}
                   </Text>
-                  {results[c.id] && <TestOutcome name={c.name} result={results[c.id]!} />}
                 </Table.Td>
                 <Table.Td>{c.environment}</Table.Td>
                 <Table.Td ff="monospace">{c.company_id}</Table.Td>
-                <Table.Td>
+                <Table.Td style={{ whiteSpace: 'nowrap' }}>
                   <Code>{c.api_key_hint}</Code>
                 </Table.Td>
                 <Table.Td>{c.webhook_secret_configured ? 'configured' : 'missing'}</Table.Td>
                 <Table.Td>
-                  <Badge variant="light" color={c.status === 'active' ? 'green' : 'gray'}>
+                  <Badge variant="light" color={c.status === 'active' ? 'green' : 'gray'} styles={{ root: { overflow: 'visible' }, label: { overflow: 'visible' } }}>
                     {c.status}
                   </Badge>
                 </Table.Td>
@@ -144,8 +143,15 @@ export function ConnectionsPage() {
                     )}
                   </Group>
                 </Table.Td>
-              </Table.Tr>
-            ))}
+              </Table.Tr>,
+              results[c.id] ? (
+                <Table.Tr key={`${c.id}-test`}>
+                  <Table.Td colSpan={7} pt={0}>
+                    <TestOutcome name={c.name} result={results[c.id]!} />
+                  </Table.Td>
+                </Table.Tr>
+              ) : null,
+            ])}
           </Table.Tbody>
         </Table>
       </Table.ScrollContainer>
