@@ -74,6 +74,8 @@ describe('dashboard: reports', () => {
     await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, '/reports');
     // The overview (last 30 days) shows the key numbers.
     await page.getByRole('group', { name: 'Gross' }).getByText(/\$/).waitFor();
+    await page.getByRole('img', { name: /Gross and net revenue per day/ }).waitFor();
+    await page.mouse.move(0, 0);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-reports-overview.png'), fullPage: true });
 
     await page.getByRole('tab', { name: 'Revenue' }).click();
@@ -155,7 +157,8 @@ describe('dashboard: catalog', () => {
     await page.getByRole('button', { name: 'Preview' }).click();
     await page.getByTestId('preview-subject').waitFor();
     expect(await page.getByTestId('preview-subject').textContent()).toMatch(/^Thanks Ada, order ord_/);
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-catalog-campaign.png'), fullPage: true });
+    await page.getByRole('heading', { name: 'Purchase e-mail' }).scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-catalog-campaign.png') });
     expect(problems).toEqual([]);
   });
 });

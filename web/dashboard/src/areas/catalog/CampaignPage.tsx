@@ -1,4 +1,4 @@
-import { Anchor, Badge, Button, Card, Code, Group, Stack, Text, Title } from '@mantine/core';
+import { Anchor, Button, Card, Code, Group, Stack, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
@@ -10,6 +10,7 @@ import { CampaignForm } from './Campaigns.tsx';
 import { OffersTab } from './Offers.tsx';
 import { PurchaseEmailEditor } from './PurchaseEmail.tsx';
 import { UpsellsTab } from './Upsells.tsx';
+import { ActiveBadge } from './ActiveBadge.tsx';
 
 /** One campaign: its settings, its offers, its funnel steps (upsells by step) and its purchase e-mail. */
 export function CampaignPage() {
@@ -43,7 +44,7 @@ export function CampaignPage() {
             </Text>
             <Text size="sm">Currency {c.currency}</Text>
             <Text size="sm">Gateway {c.payment_orchestrator_id ?? c.gateway_id ?? '—'}</Text>
-            {c.is_active ? <Badge color="green">Active</Badge> : <Badge color="gray">Inactive</Badge>}
+            <ActiveBadge active={c.is_active} />
             <Text size="sm" c="dimmed">
               Created {dates.date(c.created_at)}
             </Text>

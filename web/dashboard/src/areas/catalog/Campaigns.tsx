@@ -1,4 +1,4 @@
-import { Anchor, Badge, Button, Checkbox, Group, Modal, Stack, Table, Text, TextInput } from '@mantine/core';
+import { Anchor, Button, Checkbox, Group, Modal, Stack, Table, Text, TextInput } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { type FormEvent, useEffect, useState } from 'react';
@@ -9,6 +9,7 @@ import { Pager } from '../../lib/Pager.tsx';
 import { useCan } from '../../lib/session.tsx';
 import { useDates } from '../../lib/dates.ts';
 import { type Campaign, PAGE_SIZE } from './catalogApi.ts';
+import { ActiveBadge } from './ActiveBadge.tsx';
 
 export function CampaignsTab() {
   const canManage = useCan('catalog:manage');
@@ -51,7 +52,7 @@ export function CampaignsTab() {
               </Table.Td>
               <Table.Td>{c.currency}</Table.Td>
               <Table.Td ff="monospace">{c.payment_orchestrator_id ?? c.gateway_id ?? '—'}</Table.Td>
-              <Table.Td>{c.is_active ? <Badge color="green">Active</Badge> : <Badge color="gray">Inactive</Badge>}</Table.Td>
+              <Table.Td><ActiveBadge active={c.is_active} /></Table.Td>
               <Table.Td>{dates.date(c.created_at)}</Table.Td>
               {canManage && (
                 <Table.Td>

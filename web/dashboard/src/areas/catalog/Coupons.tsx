@@ -1,4 +1,4 @@
-import { Badge, Button, Checkbox, Group, Modal, NativeSelect, NumberInput, SegmentedControl, Stack, Table, Text, TextInput } from '@mantine/core';
+import { Button, Checkbox, Group, Modal, NativeSelect, NumberInput, SegmentedControl, Stack, Table, Text, TextInput } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, unwrap } from '../../lib/api.ts';
@@ -9,6 +9,7 @@ import { usePaginatedList } from '../../lib/pagination.ts';
 import { Pager } from '../../lib/Pager.tsx';
 import { useCan, useSession } from '../../lib/session.tsx';
 import { campaignOptions, type Coupon, PAGE_SIZE, useAllCampaigns } from './catalogApi.ts';
+import { ActiveBadge } from './ActiveBadge.tsx';
 
 export function CouponsTab() {
   const canManage = useCan('coupons:manage');
@@ -51,7 +52,7 @@ export function CouponsTab() {
                 {c.max_redemptions !== null ? ` of ${c.max_redemptions}` : ''}
               </Table.Td>
               <Table.Td>{c.expires_at ? dates.dateTime(c.expires_at) : 'Never'}</Table.Td>
-              <Table.Td>{c.is_active ? <Badge color="green">Active</Badge> : <Badge color="gray">Inactive</Badge>}</Table.Td>
+              <Table.Td><ActiveBadge active={c.is_active} /></Table.Td>
               {canManage && (
                 <Table.Td>
                   <Button size="xs" variant="default" onClick={() => setEditing(c)} aria-label={`Edit coupon ${c.code}`}>

@@ -1,4 +1,4 @@
-import { Badge, Button, Checkbox, Group, Modal, NativeSelect, NumberInput, Stack, Table, Text, TextInput } from '@mantine/core';
+import { Button, Checkbox, Group, Modal, NativeSelect, NumberInput, Stack, Table, Text, TextInput } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, type Schemas, unwrap } from '../../lib/api.ts';
@@ -8,6 +8,7 @@ import { usePaginatedList } from '../../lib/pagination.ts';
 import { Pager } from '../../lib/Pager.tsx';
 import { useCan } from '../../lib/session.tsx';
 import { campaignOptions, type Offer, PAGE_SIZE, useAllCampaigns, useAllProducts } from './catalogApi.ts';
+import { ActiveBadge } from './ActiveBadge.tsx';
 
 /** "Every 1 month at $29.99 after 14 days" — an offer's billing in words. */
 export function billingText(o: Offer, currency: string): string {
@@ -76,7 +77,7 @@ export function OffersTab({ campaignId }: { campaignId?: string }) {
                   </Table.Td>
                   <Table.Td style={{ textAlign: 'right' }}>{formatMoney(o.price, currency)}</Table.Td>
                   <Table.Td style={{ textAlign: 'right' }}>{formatMoney(o.shipping, currency)}</Table.Td>
-                  <Table.Td>{o.is_active ? <Badge color="green">Active</Badge> : <Badge color="gray">Inactive</Badge>}</Table.Td>
+                  <Table.Td><ActiveBadge active={o.is_active} /></Table.Td>
                   {canManage && (
                     <Table.Td>
                       <Button size="xs" variant="default" onClick={() => setEditing(o)} aria-label={`Edit offer ${o.name}`}>

@@ -1,4 +1,4 @@
-import { Badge, Button, Checkbox, Group, Modal, NativeSelect, NumberInput, Stack, Table, Text, TextInput } from '@mantine/core';
+import { Button, Checkbox, Group, Modal, NativeSelect, NumberInput, Stack, Table, Text, TextInput } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, unwrap } from '../../lib/api.ts';
@@ -6,6 +6,7 @@ import { ApiErrorAlert, notifySuccess } from '../../lib/errors.tsx';
 import { formatMoney } from '../../lib/money.ts';
 import { useCan } from '../../lib/session.tsx';
 import { campaignOptions, type Upsell, useAllCampaigns, useCampaignOffers, useCampaignUpsells } from './catalogApi.ts';
+import { ActiveBadge } from './ActiveBadge.tsx';
 
 /** A campaign's funnel steps after the first purchase, ordered by step. */
 export function UpsellsTab({ campaignId }: { campaignId?: string }) {
@@ -50,7 +51,7 @@ export function UpsellsTab({ campaignId }: { campaignId?: string }) {
               </Table.Td>
               <Table.Td>{offerOf(u.offer_id)?.name ?? u.offer_id}</Table.Td>
               <Table.Td style={{ textAlign: 'right' }}>{offerOf(u.offer_id) ? formatMoney(offerOf(u.offer_id)!.price, currency) : '—'}</Table.Td>
-              <Table.Td>{u.is_active ? <Badge color="green">Active</Badge> : <Badge color="gray">Inactive</Badge>}</Table.Td>
+              <Table.Td><ActiveBadge active={u.is_active} /></Table.Td>
               {canManage && (
                 <Table.Td>
                   <Button size="xs" variant="default" onClick={() => setEditing(u)} aria-label={`Edit upsell ${u.name}`}>
