@@ -74,6 +74,12 @@ async function completedOrder(customer: { email: string; first_name: string; las
   return { order, customer: detail.customer.customer_number as string, subscription: subs[0].id as string, fulfillment: fuls[0].id as string };
 }
 
+/** A screenshot without the toasts of the actions just done (they would cover the page). */
+async function shot(page: Page, name: string, fullPage = false): Promise<void> {
+  await page.addStyleTag({ content: '.mantine-Notifications-root { display: none !important; }' });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage });
+}
+
 async function attachmentRows(): Promise<number> {
   const rows = await env.app.store.run((db) => db.selectFrom('ticket_attachments').select('id').execute());
   return rows.length;
@@ -93,18 +99,18 @@ describe('dashboard: customers, subscriptions, fulfillment, tickets', () => {
     await page.getByLabel('Name', { exact: true }).fill('rory');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await expect.poll(() => customers.locator('tbody tr').count()).toBe(1);
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-customers.png') });
+    await shot(page, 'dashboard-customers');
     await customers.getByRole('link', { name: o.customer }).click();
     await page.getByRole('heading', { name: 'Rory Williams', level: 1 }).waitFor();
     await page.getByRole('table', { name: 'Customer orders' }).locator(`tr[data-order="${o.order}"]`).waitFor();
     await page.getByRole('table', { name: 'Customer subscriptions' }).locator(`tr[data-subscription="${o.subscription}"]`).waitFor();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-customer.png'), fullPage: true });
+    await shot(page, 'dashboard-customer', true);
 
     // To the subscription, then Cancel now through the confirmation.
     await page.getByRole('link', { name: o.subscription }).click();
     await page.getByRole('heading', { name: o.subscription, level: 1 }).waitFor();
     await page.getByRole('button', { name: 'Rebill now' }).waitFor();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-subscription.png'), fullPage: true });
+    await shot(page, 'dashboard-subscription', true);
     await page.getByRole('group', { name: 'Subscription actions' }).getByRole('button', { name: 'Cancel now' }).click();
     const dialog = page.getByRole('dialog');
     await dialog.getByText('never charged again').waitFor();
@@ -124,7 +130,7 @@ describe('dashboard: customers, subscriptions, fulfillment, tickets', () => {
 
     await page.goto(`${env.url}/dashboard/subscriptions`);
     await page.getByRole('table', { name: 'Subscriptions' }).locator(`tr[data-subscription="${o.subscription}"]`).waitFor();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-subscriptions.png') });
+    await shot(page, 'dashboard-subscriptions');
     expect(problems).toEqual([]);
   });
 
@@ -137,7 +143,7 @@ describe('dashboard: customers, subscriptions, fulfillment, tickets', () => {
     const table = page.getByRole('table', { name: 'Fulfillments' });
     const row = table.locator(`tr[data-fulfillment="${shipped.fulfillment}"]`);
     await row.waitFor();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-fulfillments.png') });
+    await shot(page, 'dashboard-fulfillments');
 
     await row.getByRole('button', { name: `Mark ${shipped.fulfillment} shipped` }).click();
     const dialog = page.getByRole('dialog');
@@ -208,7 +214,7 @@ describe('dashboard: customers, subscriptions, fulfillment, tickets', () => {
     const href = await page.locator('[data-attachment]').getByRole('link', { name: 'tracking.txt' }).getAttribute('href');
     const file = await page.request.get(`${env.url}${href}`);
     expect(await file.text()).toBe('USPS 9400 1000 0000 0000 0000 00\n');
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-ticket.png'), fullPage: true });
+    await shot(page, 'dashboard-ticket', true);
 
     // 10 MB + 1 byte: the API refuses it (413), the page says so, nothing is stored.
     // From a file on disk: Chromium reads it itself (a 10 MB buffer through the protocol is slow).
@@ -228,7 +234,7 @@ describe('dashboard: customers, subscriptions, fulfillment, tickets', () => {
 
     await page.goto(`${env.url}/dashboard/tickets`);
     await page.getByRole('table', { name: 'Tickets' }).locator(`tr[data-ticket="${ticket}"]`).waitFor();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-tickets.png') });
+    await shot(page, 'dashboard-tickets');
     // The refused upload is the one expected HTTP error.
     expect(problems.filter((p) => !/HTTP 413: POST .*\/attachments|status of 413/.test(p))).toEqual([]);
   });

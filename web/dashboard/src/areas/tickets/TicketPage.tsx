@@ -164,6 +164,7 @@ export function TicketPage() {
   const { id } = useParams({ strict: false }) as { id: string };
   const { can } = useSession();
   const dates = useDates();
+  const members = useMembers();
   const ticket = useQuery({ queryKey: ['ticket', id], queryFn: () => serviceApi.getTicket(id) });
   const messages = useQuery({ queryKey: ['ticket', id, 'messages'], queryFn: async () => (await serviceApi.listMessages(id)).data });
 
@@ -211,7 +212,7 @@ export function TicketPage() {
               )}
             </Field>
             <Field label="Opened">
-              {dates.dateTime(t.created_at)} by {t.created_by}
+              {dates.dateTime(t.created_at)} by {t.created_by.startsWith('user:') ? members.nameOf(t.created_by.slice(5)) : t.created_by}
             </Field>
           </Stack>
         </Section>
@@ -223,7 +224,7 @@ export function TicketPage() {
           {messages.data?.map((m) => (
             <li key={m.id} data-message={m.id}>
               <Text size="xs" c="dimmed">
-                {m.author.type === 'customer' ? 'Customer' : `${m.author.type} ${m.author.id}`} · {dates.dateTime(m.created_at)}
+                {m.author.type === 'customer' ? 'Customer' : m.author.type === 'user' ? members.nameOf(m.author.id) : `API token ${m.author.id}`} · {dates.dateTime(m.created_at)}
               </Text>
               <Text size="sm" style={{ whiteSpace: 'pre-wrap' }}>
                 {m.body}
