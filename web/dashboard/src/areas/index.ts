@@ -12,5 +12,7 @@ import customers from './customers/index.ts'; areas.push(customers);
 import subscriptions from './subscriptions/index.ts'; areas.push(subscriptions);
 import fulfillments from './fulfillments/index.ts'; areas.push(fulfillments);
 import tickets from './tickets/index.ts'; areas.push(tickets);
+import developers from './developers/index.ts'; areas.push(developers);
 import affiliates from './affiliates/index.ts'; areas.push(affiliates);
+import team from './team/index.ts'; areas.push(team);
 import catalog from './catalog/index.ts'; areas.push(catalog);
