@@ -145,7 +145,7 @@ describe('dashboard: customers, subscriptions, fulfillment, tickets', () => {
     await row.waitFor();
     await shot(page, 'dashboard-fulfillments');
 
-    await row.getByRole('button', { name: `Mark ${shipped.fulfillment} shipped` }).click();
+    await row.getByRole('button', { name: `Mark shipped: ${shipped.fulfillment}` }).click();
     const dialog = page.getByRole('dialog');
     await dialog.getByLabel('Carrier').fill('USPS');
     await dialog.getByLabel('Tracking number').fill('9400 1000 0000 0000 0000 00');

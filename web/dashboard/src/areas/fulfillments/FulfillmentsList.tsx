@@ -163,7 +163,7 @@ export function FulfillmentsList() {
                 <Table.Td style={{ whiteSpace: 'nowrap' }}>{dates.dateTime(f.created_at)}</Table.Td>
                 <Table.Td>
                   {canFulfill && f.status === 'pending' && (
-                    <Button size="xs" leftSection={<IconTruckDelivery size={14} aria-hidden />} onClick={() => setShipping(f)} aria-label={`Mark ${f.id} shipped`}>
+                    <Button size="xs" leftSection={<IconTruckDelivery size={14} aria-hidden />} onClick={() => setShipping(f)} aria-label={`Mark shipped: ${f.id}`}>
                       Mark shipped
                     </Button>
                   )}
