@@ -15,7 +15,8 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CARD, email } from '../support/fixtures.ts';
-import { bootDashboard, type DashboardEnv, launchChromium, loginAs, newPage } from './dashboard-support.ts';
+import { login } from '../support/harness.ts';
+import { bootDashboard, type DashboardEnv, invitedMember, launchChromium, loginAs, newPage } from './dashboard-support.ts';
 
 const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : path.join(os.tmpdir(), 'checkstand-e2e');
 const MAX_ATTACHMENT = 10 * 1024 * 1024;
@@ -237,5 +238,26 @@ describe('dashboard: customers, subscriptions, fulfillment, tickets', () => {
     await shot(page, 'dashboard-tickets');
     // The refused upload is the one expected HTTP error.
     expect(problems.filter((p) => !/HTTP 413: POST .*\/attachments|status of 413/.test(p))).toEqual([]);
+  });
+
+  it('a Customer Support Level 1 member sees the subscription but no actions, and the API refuses a cancel (403)', async () => {
+    const o = await completedOrder({ email: email('donna'), first_name: 'Donna', last_name: 'Noble' });
+    const member = await invitedMember(env, 'support_l1', 'Lee Service');
+    const { page, problems } = await open();
+    await loginAs(page, env.url, member.email, member.password, `/subscriptions/${o.subscription}`);
+    await page.getByRole('heading', { name: o.subscription, level: 1 }).waitFor();
+    await page.getByText('Changing subscriptions needs the permission subscriptions:manage.').waitFor();
+    for (const name of ['Cancel now', 'Pause', 'Rebill now']) expect(await page.getByRole('button', { name }).count()).toBe(0);
+    // No Mark shipped or export either (orders:fulfill), but the list is there.
+    await page.goto(`${env.url}/dashboard/fulfillments`);
+    await page.getByRole('table', { name: 'Fulfillments' }).locator(`tr[data-fulfillment="${o.fulfillment}"]`).waitFor();
+    expect(await page.getByRole('button', { name: /^Mark shipped/ }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /Export/ }).count()).toBe(0);
+
+    const session = await login(env.url, member);
+    const refused = await session.post(`/v1/subscriptions/${o.subscription}/cancel`, {});
+    expect(refused.status).toBe(403);
+    expect((await env.merchant.get(`/v1/subscriptions/${o.subscription}`)).body.data.status).not.toBe('cancelled');
+    expect(problems).toEqual([]);
   });
 });
