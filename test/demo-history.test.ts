@@ -24,7 +24,8 @@ beforeAll(async () => {
   const url = new URL(app.url);
   Object.assign(app.ctx.config, { host: url.hostname, port: Number(url.port) });
   seed = await seedDemo(app.ctx, { sandboxUrl: sandbox.url, log: { warn: () => {} } });
-  first = await seedDemoHistory(app.ctx, seed, { sandboxUrl: sandbox.url, progress: (done) => progress.push(done) });
+  // No pauses between steps: nothing else is served here (npm start leaves the API half the event loop).
+  first = await seedDemoHistory(app.ctx, seed, { sandboxUrl: sandbox.url, pace: false, progress: (done) => progress.push(done) });
 }, 600_000);
 afterAll(async () => {
   await app?.close();

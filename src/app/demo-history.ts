@@ -16,6 +16,7 @@
  * (`signal`) is finished by the next. The sandbox keeps its ledger in memory: a story is run whole
  * (its refunds and rebills with its charge) in one run.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { TZDate } from '@date-fns/tz';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
@@ -38,6 +39,8 @@ export interface DemoHistoryOptions {
   progress?: (done: number, total: number) => void;
   /** Stops between stories (a server shutting down); the next run goes on from there. */
   signal?: AbortSignal;
+  /** false: no pause between steps (a test that has the process to itself); by default the history leaves the API half the event loop. */
+  pace?: boolean;
   /** How long to wait for the sandbox's dispute webhooks to be applied (default 15 s). */
   webhookWaitMs?: number;
 }
@@ -59,6 +62,8 @@ export function demoHistoryWanted(flag: boolean | undefined, env: NodeJS.Process
 }
 
 const DAYS = 60;
+/** The history backs off while the event loop's mean delay is above this (load shedding starts at 100 ms by default). */
+const LOOP_DELAY_BACKOFF_MS = 40;
 const DAY_MS = 86_400_000;
 const SEED = 17;
 
@@ -208,6 +213,8 @@ async function dbNow(ctx: AppContext): Promise<Date> {
   return new Date(r.rows[0]!.t);
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 function addDays(d: Date, days: number, now: Date): Date {
   return new Date(Math.min(d.getTime() + days * DAY_MS, now.getTime() - 30_000));
 }
@@ -216,13 +223,41 @@ class HistoryRun {
   private gateways: string[] = [];
   private extpay: { id: string; control: string } | null = null;
   private author = 'system';
+  private busySince = Date.now();
+  /** The story in hand, once its order exists: back-dated even when a later step of it fails. */
+  current: Done | null = null;
+  private readonly loop = monitorEventLoopDelay({ resolution: 20 });
 
   constructor(
     private readonly ctx: AppContext,
     private readonly ids: DemoHistoryIds,
     private readonly opts: DemoHistoryOptions,
     private readonly now: Date,
-  ) {}
+  ) {
+    if (opts.pace !== false) this.loop.enable();
+  }
+
+  /**
+   * Between steps: a pause as long as the step (at least 20 ms), so the history takes at most about
+   * half of the event loop, and longer while the loop is slow anyway. Without it the embedded
+   * database's synchronous work starves the API: its event-loop delay passes
+   * OVERLOAD_MAX_EVENT_LOOP_DELAY_MS and requests get 503 `overloaded` until the history is done.
+   */
+  async pause(): Promise<void> {
+    if (this.opts.pace === false) return;
+    await sleep(Math.max(20, Date.now() - this.busySince));
+    // Still a slow loop (requests being served, a loaded machine): wait for a calmer one, up to 2 s.
+    for (let i = 0; i < 8 && this.loop.mean / 1e6 > LOOP_DELAY_BACKOFF_MS; i++) {
+      this.loop.reset();
+      await sleep(250);
+    }
+    this.loop.reset();
+    this.busySince = Date.now();
+  }
+
+  close(): void {
+    this.loop.disable();
+  }
 
   private get team() {
     return this.ids.team_id;
@@ -269,6 +304,7 @@ class HistoryRun {
     const products = [{ offer_id: this.ids.offers.serum!, quantity: s.qty }, ...(s.club ? [{ offer_id: this.ids.offers.club_trial!, quantity: 1 }] : [])];
     const affiliate = s.affiliate === null ? undefined : { affiliate_id: AFFILIATES[s.affiliate]!.id, click_id: `clk_${s.n}${s.email.length}`, sub1: s.n % 2 ? 'spring-promo' : 'retargeting' };
     const customer = { email: s.email, first_name: s.first, last_name: s.last };
+    this.current = null;
     const phases: Phase[] = [{ from: null, ran: new Date(), target: s.at }];
     const later = async (days: number): Promise<void> => {
       const from = await dbNow(this.ctx);
@@ -287,36 +323,44 @@ class HistoryRun {
       ...(s.coupon ? { coupon_code: this.ids.coupon_code } : {}),
       ...(affiliate ? { affiliate } : {}),
     });
+    await this.pause();
     const order = lead.order.order_number;
-    const done: Done = { orderIds: [order], customerId: lead.order.customer.customer_number, phases };
+    const done: Done = (this.current = { orderIds: [order], customerId: lead.order.customer.customer_number, phases });
     if (s.kind === 'lead') return done;
     const card = (number: string) => ({ method: 'card' as const, card_number: number, card_exp: '09/29', card_cvv: '123' });
     // Test orders: the campaign's own gateway (test mode); the others through the live-mode ones.
     const route = s.kind === 'test' ? {} : { gateway_id: this.gateways[s.gateway]! };
     let paid = await checkout.pay.processPayment(this.team, { order_number: order, billing: address, ...route, payment: card(s.card) });
+    await this.pause();
     if (s.kind === 'decline') return done;
     if (s.kind === 'recovered') {
       await later(0);
       paid = await checkout.pay.processPayment(this.team, { order_number: order, billing: address, ...route, payment: card(SANDBOX_CARDS.approve) }, 'reprocess');
+      await this.pause();
     }
     if (paid.outcome !== 'approved') return done;
     const charge = paid.data.transaction_id!;
     if (s.upsell) await checkout.upsell.processUpsell(this.team, { order_number: order, upsell_id: this.ids.upsells[1]!.upsell_id, quantity: 1 });
+    await this.pause();
     await checkout.finalize.completeOrder(this.team, order);
+    await this.pause();
 
     if (!s.void && this.now.getTime() - s.at.getTime() > 2 * DAY_MS) await this.ship(s, order, later);
     if (s.void) {
       await later(0);
       await checkout.reverse.void(this.team, order, { transaction_id: charge, reason: 'Customer ordered twice' });
+      await this.pause();
     } else if (s.refund) {
       await later(3 + (s.n % 8));
       const amount = s.refund === 'partial' ? 1500 : undefined;
       await checkout.reverse.refund(this.team, order, { transaction_id: charge, ...(amount ? { amount } : {}), reason: s.refund === 'partial' ? 'Arrived late: partial refund' : 'Did not suit her skin' });
+      await this.pause();
     }
     if (s.sub) await this.subscription(s, order, done, later);
     if (s.note) {
       await later(1 + (s.n % 4));
       await customers.addNote(this.team, done.customerId, s.note, this.author);
+      await this.pause();
     }
     return done;
   }
@@ -329,6 +373,7 @@ class HistoryRun {
     const carrier = ['USPS', 'UPS', 'FedEx'][s.n % 3]!;
     for (const f of (await fulfillments.list(this.team, { limit: 5, order_number: order, status: 'pending' })).items) {
       await fulfillments.ship(this.team, f.id, { carrier, tracking_number: `DEMO${String(s.n).padStart(6, '0')}${s.email.length}`, shipped_at: addDays(s.at, days, this.now) });
+      await this.pause();
     }
   }
 
@@ -340,6 +385,7 @@ class HistoryRun {
     if (s.sub === 'cancelled_in_trial') {
       await later(3);
       await subscriptions.cancelSubscription(this.team, sub.id, { atPeriodEnd: false });
+      await this.pause();
       return;
     }
     const ageDays = (this.now.getTime() - s.at.getTime()) / DAY_MS;
@@ -348,12 +394,14 @@ class HistoryRun {
       if (ageDays <= due) break;
       await later(due);
       const r = await checkout.rebill.rebillNow(this.team, sub.id);
+      await this.pause();
       const rebillOrder = (r.body as { data?: { order_number?: string } }).data?.order_number;
       if (rebillOrder) done.orderIds.push(rebillOrder);
       if (r.httpStatus !== 200) break;
       if (s.sub === 'cancelled') {
         await later(due + 6);
         await subscriptions.cancelSubscription(this.team, sub.id, { atPeriodEnd: false });
+        await this.pause();
         break;
       }
     }
@@ -379,8 +427,9 @@ class HistoryRun {
       ...(affiliate ? { affiliate } : {}),
       payment: { method: 'extpay', return_url: 'https://shop.example/thanks', external_payment_id: ext.id },
     });
+    await this.pause();
     const order = created.data.order_number;
-    const done: Done = { orderIds: [order], customerId: created.data.customer.customer_number, phases };
+    const done: Done = (this.current = { orderIds: [order], customerId: created.data.customer.customer_number, phases });
     const purchase = created.data.checkout?.purchase_url;
     if (!purchase) return done;
     const u = new URL(purchase);
@@ -390,6 +439,7 @@ class HistoryRun {
     const receipt = res.headers.get('location') ? new URL(res.headers.get('location')!).searchParams.get('payment_id') : null;
     if (!receipt) return done;
     await checkout.capture.capture(this.team, { order_number: order, payment_id: receipt });
+    await this.pause();
     if (s.dispute) {
       await later(12 + (s.n % 10));
       const opened = await fetch(`${ext.control}/payments/${receipt}/disputes`, {
@@ -411,6 +461,7 @@ class HistoryRun {
     if (s.note) {
       await later(13 + (s.n % 10));
       await customers.addNote(this.team, done.customerId, s.note, this.author);
+      await this.pause();
     }
     return done;
   }
@@ -473,27 +524,33 @@ export async function seedDemoHistory(ctx: AppContext, ids: DemoHistoryIds, opts
   opts.progress?.(result.existing, plan.length);
   const run = new HistoryRun(ctx, ids, opts, now);
   await run.setUp();
-  let batch: Done[] = [];
-  for (const s of todo) {
-    if (opts.signal?.aborted) {
-      result.stopped = true;
-      break;
+  try {
+    let batch: Done[] = [];
+    for (const s of todo) {
+      if (opts.signal?.aborted) {
+        result.stopped = true;
+        break;
+      }
+      try {
+        const done = await run.run(s);
+        if (done) batch.push(done);
+      } catch (err) {
+        // One story failing (a sandbox hiccup) does not stop the others; its customer exists, so it is not retried.
+        if (run.current) batch.push(run.current);
+        opts.log?.warn({ err: { message: (err as Error).message }, story: s.n }, 'demo history: a story failed');
+      }
+      result.created++;
+      if (batch.length >= 25) {
+        await backdate(ctx, ids.team_id, batch);
+        batch = [];
+        await run.pause();
+      }
+      opts.progress?.(result.existing + result.created, plan.length);
     }
-    try {
-      const done = await run.run(s);
-      if (done) batch.push(done);
-    } catch (err) {
-      // One story failing (a sandbox hiccup) does not stop the others; its customer exists, so it is not retried.
-      opts.log?.warn({ err: { message: (err as Error).message }, story: s.n }, 'demo history: a story failed');
-    }
-    result.created++;
-    if (batch.length >= 25) {
-      await backdate(ctx, ids.team_id, batch);
-      batch = [];
-    }
-    opts.progress?.(result.existing + result.created, plan.length);
+    await backdate(ctx, ids.team_id, batch);
+  } finally {
+    run.close();
   }
-  await backdate(ctx, ids.team_id, batch);
   return result;
 }
 
