@@ -134,6 +134,11 @@ export class ExtpayEventsService {
       return done(await this.uc.renewals.renewalFailed(teamId, p, membership, guard));
     }
 
+    // Asked before the sale is looked up: an upsell's payment id is recorded in the transaction that
+    // ends its flight, so if none is in flight now, a sale of this payment is already findable below.
+    // (Asked after a lookup that found nothing, an answer recorded in between was missed: the event
+    // was ignored and the upsell stayed pending until the watchdog.)
+    const upsellInFlight = await this.store.run((db) => this.ledger.external.hasUpsellInFlight(db, teamId, conn.id));
     const sale = await this.store.run((db) => this.ledger.external.findExternalSale(db, teamId, conn.id, p.id));
     if (sale?.upsell_id) {
       const outcome = approved ? { approved: true as const, paymentRef: p.id } : { approved: false as const, paymentRef: p.id, ...decline };
@@ -150,7 +155,7 @@ export class ExtpayEventsService {
     }
     // Not ours, unless an upsell charge is between the provider's answer and our record of its
     // payment id: then the provider should deliver again in a moment.
-    if (await this.store.run((db) => this.ledger.external.hasUpsellInFlight(db, teamId, conn.id))) throw new ApiError('webhook_not_ready');
+    if (upsellInFlight) throw new ApiError('webhook_not_ready');
     return only();
   }
 }
