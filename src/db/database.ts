@@ -61,6 +61,16 @@ export class Store {
     return this.watched(() => txScope.run(true, () => this.root.transaction().execute(fn)));
   }
 
+  /**
+   * Several reads that must agree with each other (an order with its lines, transactions and
+   * refunds): one read-only REPEATABLE READ transaction, so a change committed between two of
+   * the reads is seen by all of them or by none.
+   */
+  async snapshot<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
+    if (txScope.getStore()) throw new Error('Store.snapshot() inside a transaction: use the transaction handle');
+    return this.watched(() => txScope.run(true, () => this.root.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(fn)));
+  }
+
   /** Statements outside any transaction (single reads, single writes). */
   async run<T>(fn: (db: Executor) => Promise<T>): Promise<T> {
     if (txScope.getStore()) throw new Error('Store.run() inside a transaction: use the transaction handle');

@@ -337,7 +337,8 @@ export class OrdersService {
   }
 
   async get(teamId: string, orderNumber: string, scope: AffiliateScope = null) {
-    return this.store.run(async (db) => {
+    // One snapshot: the order's totals agree with the lines, transactions and disputes shown beside them.
+    return this.store.snapshot(async (db) => {
       const order = await repo.findOrder(db, teamId, orderNumber);
       if (!order || !this.visibleTo(order, scope)) throw notFound('Order');
       const [view, events, transactions, disputes] = [
