@@ -6,6 +6,7 @@ import type { ExtpayMembership } from '../../providers/extpay/types.ts';
 import { membershipState } from '../../providers/extpay/status.ts';
 import { type FirstPaymentOutcome } from '../payments/service.ts';
 import { type OrderView } from '../orders/views.ts';
+import { ORDER } from '../orders/states.ts';
 import { UseCase } from './use-case.ts';
 import { convertAffiliateOrder } from './affiliate-conversion.ts';
 
@@ -111,9 +112,9 @@ export class FinalizeUseCase extends UseCase {
     if (order.status !== 'processing') {
       throw new ApiError('order_not_completable', `Order ${order.id} is ${order.status}; only a paid order can be completed.`);
     }
+    ORDER.assertMove(order.status, 'completed');
     const now = this.subscriptions.now();
-    // Its order.completed timeline row is written below, with what the completion created.
-    const updated = await this.orders.move(trx, order, { status: 'completed' }, null, { completed_at: now });
+    // What the completion creates first; the move to completed then writes its timeline row naming them, in one statement.
     const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
     const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
     const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(lines.map((l) => l.offer_id))])).map((o) => [o.id, o]));
@@ -126,13 +127,15 @@ export class FinalizeUseCase extends UseCase {
       external,
     );
     if (order.coupon_id) await this.catalog.redeemCoupon(trx, teamId, order.coupon_id, order.id, order.discount_total);
-    await this.orders.recordEvents(trx, teamId, order.id, [
-      {
-        type: 'order.completed',
-        data: { fulfillment_id: fulfillment?.id ?? null, subscriptions: subscriptions.map((x) => x.id), coupon_id: order.coupon_id },
-      },
-    ]);
-    const view = await this.orders.view(trx, teamId, updated);
+    const updated = await this.orders.move(
+      trx,
+      order,
+      { status: 'completed' },
+      { type: 'order.completed', data: { fulfillment_id: fulfillment?.id ?? null, subscriptions: subscriptions.map((x) => x.id), coupon_id: order.coupon_id } },
+      { completed_at: now },
+    );
+    // Completion adds no line: the lines read above are the order's.
+    const view = await this.orders.view(trx, teamId, updated, lines);
     await this.events.emit(trx, teamId, 'order.completed', { orderId: order.id, object: view });
     for (const sub of subscriptions) {
       await this.events.emit(trx, teamId, 'subscription.created', { orderId: order.id, object: subscriptionView(sub) });

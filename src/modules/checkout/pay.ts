@@ -42,11 +42,13 @@ export class PayUseCase extends UseCase {
         ...attributed,
         ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
       });
-      const lines = await this.orders.rows.insertLines(
+      const lines = await this.orders.insertLinesWithEvents(
         trx,
+        teamId,
+        orderId,
         drafts.map((d) => ({ ...d, order_id: orderId })),
+        [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }],
       );
-      await this.orders.recordEvents(trx, teamId, orderId, [{ type: 'order.created', data: { customer_number: customer.id, total: order.total } }]);
       return this.openPayment(trx, order, customer, route, body.payment, lines, false);
     });
     return this.runPayment(teamId, claimed, body.payment);
@@ -113,10 +115,12 @@ export class PayUseCase extends UseCase {
       const route = await this.payments.preflight(trx, teamId, body.payment, { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! });
       if (locked.status !== 'pending') ORDER.assertMove(locked.status, 'pending');
       // One UPDATE: the client's changes, the move to pending and (extpay) the payment claim together.
-      const { order, changed } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending' });
+      const { order } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending' }, (changed) => ({
+        type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested',
+        data: { changed, from_status: locked.status },
+      }));
       const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
-      await this.orders.recordEvents(trx, teamId, order.id, [{ type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested', data: { changed, from_status: locked.status } }]);
       const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
       return this.openPayment(trx, order, customer!, route, body.payment, lines, locked.status === 'pending');
     });

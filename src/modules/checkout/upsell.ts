@@ -65,10 +65,10 @@ export class UpsellUseCase extends UseCase {
         // settles in this same transaction, so no failure between two commits can leave it in flight.
         const o = opened.outcome;
         const result = o.kind === 'approved' ? ({ approved: true } as const) : { approved: false as const, reason: o.kind === 'declined' ? o.text : 'declined' };
-        return { answered: await this.applyUpsellOutcome(trx, teamId, order, line, opened.transaction, result, claimId) };
+        return { answered: await this.applyUpsellOutcome(trx, teamId, order, line, opened.transaction, result, claimId, customer) };
       }
       const next: UpsellPhase = { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) };
-      return { order, method, line, claimId, step: next };
+      return { order, method, line, claimId, step: next, customer };
     });
     if ('replay' in claim) {
       const r = claim.replay!;
@@ -81,6 +81,7 @@ export class UpsellUseCase extends UseCase {
     }
 
     const { order, method, line, claimId } = claim;
+    const customer = 'customer' in claim ? claim.customer : undefined;
     const step = claim.step ?? (await this.openSavedAtProvider(teamId, order, method, line, claimId));
     if (step.kind === 'done') return this.settleUpsell(teamId, order.id, line, claimId, step.transaction, step.outcome);
     // Phase 2: the attempt row is committed; the provider is asked holding no lock.
@@ -109,7 +110,7 @@ export class UpsellUseCase extends UseCase {
       // Spec 4.3: accepted (pending, or even paid at once), the line is added when the provider's payment.succeeded confirms it.
       if (outcome.kind !== 'declined') return this.acceptUpsell(teamId, order.id, line, claimId, step.attempt, outcome.providerRef);
     }
-    return this.settleUpsell(teamId, order.id, line, claimId, step.attempt, outcome);
+    return this.settleUpsell(teamId, order.id, line, claimId, step.attempt, outcome, customer);
   }
 
   /**
@@ -187,7 +188,16 @@ export class UpsellUseCase extends UseCase {
    * gateway's answer and the order its line, in one transaction under the order's row lock. When
    * another path recorded it first, its stored answer is the answer.
    */
-  async settleUpsell(teamId: string, orderId: string, line: LineDraft, claimId: string, attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>) {
+  async settleUpsell(
+    teamId: string,
+    orderId: string,
+    line: LineDraft,
+    claimId: string,
+    attempt: Row<'transactions'>,
+    outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>,
+    /** The order's customer when the caller holds it (the request read it in phase 1). */
+    customer?: Row<'customers'>,
+  ) {
     const answered = await this.store.transaction(async (trx) => {
       const current = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
       let txn = attempt;
@@ -200,7 +210,7 @@ export class UpsellUseCase extends UseCase {
         txn = closed.transaction;
       }
       const approved = outcome.kind === 'approved';
-      return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId);
+      return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId, customer);
     });
     this.events.nudge();
     return answered;
@@ -243,6 +253,7 @@ export class UpsellUseCase extends UseCase {
     txn: Row<'transactions'>,
     outcome: { approved: true } | { approved: false; reason: string },
     claimId: string,
+    customer?: Row<'customers'>,
   ): Promise<{ httpStatus: number; body: string }> {
     const amount = line.line_total + line.shipping;
     let updated = current;
@@ -251,7 +262,7 @@ export class UpsellUseCase extends UseCase {
       const [added] = await this.orders.rows.insertLines(trx, [{ ...line, order_id: current.id }]);
       const now = await this.orders.linesAndTotals(trx, teamId, current.id, current.coupon_id);
       lines = now.lines;
-      updated = await this.orders.rows.updateOrder(trx, teamId, current.id, now.totals);
+      updated = await this.orders.updateWithEvents(trx, current, now.totals, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
       if (current.status === 'completed') {
         // Completed before the upsell (Capture completes a redirected payment at once): the new
         // line still ships and, if it recurs and we bill it, still renews. An extpay upsell is a
@@ -263,12 +274,11 @@ export class UpsellUseCase extends UseCase {
           for (const sub of subs) await this.events.emit(trx, teamId, 'subscription.created', { orderId: current.id, object: subscriptionView(sub) });
         }
       }
-      await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
       await this.affiliates.recordActivity(trx, updated, 'upsell', { transactionId: txn.id, amount: txn.amount });
     } else {
       await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
     }
-    const view = await this.orders.view(trx, teamId, updated, lines);
+    const view = await this.orders.view(trx, teamId, updated, lines, customer);
     await this.events.emit(trx, teamId, outcome.approved ? 'order.upsell_added' : 'order.upsell_declined', {
       orderId: current.id,
       object: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },

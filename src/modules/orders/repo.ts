@@ -44,6 +44,37 @@ export async function updateOrder(db: Executor, teamId: string, id: string, patc
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * The order's row update and its timeline rows in one statement (a data-modifying CTE): one round
+ * trip where a status move and its order_events row used to take two.
+ */
+export async function updateOrderWithEvents(db: Executor, teamId: string, id: string, patch: RowPatch<'orders'>, events: NewRow<'order_events'>[]): Promise<Row<'orders'>> {
+  if (events.length === 0) return updateOrder(db, teamId, id, patch);
+  return db
+    .with('timeline', (q) => q.insertInto('order_events').values(events))
+    .updateTable('orders')
+    .set({ ...patch, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Lines and timeline rows of a new order in one statement. */
+export async function insertLinesWithEvents(db: Executor, lines: NewRow<'order_lines'>[], events: NewRow<'order_events'>[]): Promise<Row<'order_lines'>[]> {
+  if (lines.length === 0) {
+    await insertEvents(db, events);
+    return [];
+  }
+  if (events.length === 0) return insertLines(db, lines);
+  return db
+    .with('timeline', (q) => q.insertInto('order_events').values(events))
+    .insertInto('order_lines')
+    .values(lines)
+    .returningAll()
+    .execute();
+}
+
 export async function replaceLines(db: Executor, teamId: string, orderId: string, lines: NewRow<'order_lines'>[]): Promise<Row<'order_lines'>[]> {
   await db.deleteFrom('order_lines').where('team_id', '=', teamId).where('order_id', '=', orderId).where('upsell_id', 'is', null).execute();
   if (lines.length === 0) return [];

@@ -149,10 +149,19 @@ export class OrdersService {
       ...(to.status ? [ORDER.move(order.status, to.status)] : []),
       ...(to.payment_status ? [ORDER_PAYMENT.move(orderPaymentState(order.payment_status), to.payment_status)] : []),
     ];
-    return transition(trx, moves, {
-      write: (t) => repo.updateOrder(t, order.team_id, order.id, { ...patch, ...to }),
-      ...(event ? { event: { teamId: order.team_id, orderId: order.id, type: event.type, data: event.data ?? {} }, recordEvent: (t, e) => this.recordEvents(t, e.teamId, e.orderId, [e]) } : { event: null }),
-    });
+    // The timeline row is written by the row's own UPDATE (one statement), so transition() records none.
+    const timeline = event ? this.timelineRows(order.team_id, order.id, [event]) : [];
+    return transition(trx, moves, { write: (t) => repo.updateOrderWithEvents(t, order.team_id, order.id, { ...patch, ...to }, timeline), event: null });
+  }
+
+  /** Totals (or other columns) written with the timeline rows that explain them, in one statement. */
+  async updateWithEvents(trx: Tx, order: Row<'orders'>, patch: RowPatch<'orders'>, events: OrderEvent[]): Promise<Row<'orders'>> {
+    return repo.updateOrderWithEvents(trx, order.team_id, order.id, patch, this.timelineRows(order.team_id, order.id, events));
+  }
+
+  /** A new order's lines and its first timeline rows, in one statement. */
+  async insertLinesWithEvents(trx: Tx, teamId: string, orderId: string, lines: NewRow<'order_lines'>[], events: OrderEvent[]): Promise<Row<'order_lines'>[]> {
+    return repo.insertLinesWithEvents(trx, lines, this.timelineRows(teamId, orderId, events));
   }
 
   /**
@@ -172,9 +181,9 @@ export class OrdersService {
     await repo.insertEvents(trx, this.timelineRows(teamId, orderId, events));
   }
 
-  /** The API's view of an order; `lines` when the caller has just read them. */
-  async view(db: Executor, teamId: string, order: Row<'orders'>, knownLines?: Row<'order_lines'>[]): Promise<OrderView> {
-    const [customer] = await this.customers.findMany(db, teamId, [order.customer_id]);
+  /** The API's view of an order; `lines` and the customer when the caller has just read them. */
+  async view(db: Executor, teamId: string, order: Row<'orders'>, knownLines?: Row<'order_lines'>[], knownCustomer?: Row<'customers'>): Promise<OrderView> {
+    const customer = knownCustomer?.id === order.customer_id ? knownCustomer : (await this.customers.findMany(db, teamId, [order.customer_id]))[0];
     const lines = knownLines ?? (await repo.linesOf(db, teamId, [order.id]));
     return orderView(order, customer!, lines);
   }
@@ -211,6 +220,8 @@ export class OrdersService {
       affiliate?: AffiliateBlock | undefined;
     },
     also: Parameters<typeof repo.updateOrder>[3] = {},
+    /** The timeline row that records the update (written by the same statement), given what changed. */
+    event?: (changed: string[]) => OrderEvent,
   ): Promise<{ order: Row<'orders'>; changed: string[] }> {
     const changed: string[] = [];
     const patch: Parameters<typeof repo.updateOrder>[3] = { ...also };
@@ -268,8 +279,10 @@ export class OrdersService {
       Object.assign(patch, attributed);
       changed.push('affiliate');
     }
-    const updated = Object.keys(patch).length > 0 ? await repo.updateOrder(trx, teamId, order.id, patch) : order;
-    return { order: updated, changed };
+    const timeline = event ? this.timelineRows(teamId, order.id, [event(changed)]) : [];
+    if (Object.keys(patch).length > 0) return { order: await repo.updateOrderWithEvents(trx, teamId, order.id, patch, timeline), changed };
+    await repo.insertEvents(trx, timeline);
+    return { order, changed };
   }
 
   /**
@@ -319,20 +332,19 @@ export class OrdersService {
         if (!existing) throw new ApiError('conflict', 'The lead changed while it was being updated; retry.');
         return { created: false, order: await this.updateLead(trx, teamId, existing, body) };
       }
-      const lines = await repo.insertLines(
+      const lines = await this.insertLinesWithEvents(
         trx,
+        teamId,
+        orderId,
         drafts.map((d) => ({ ...d, order_id: orderId })),
+        [{ type: 'lead.created', data: { customer_number: customer.id, campaign_id: campaign.id, is_throttled: order.is_throttle } }],
       );
-      await this.recordEvents(trx, teamId, orderId, [
-        { type: 'lead.created', data: { customer_number: customer.id, campaign_id: campaign.id, is_throttled: order.is_throttle } },
-      ]);
       return { created: true, order: orderView(order, customer, lines) };
     });
   }
 
   private async updateLead(trx: Tx, teamId: string, order: Row<'orders'>, body: CreateLeadBody): Promise<OrderView> {
-    const { order: updated, changed } = await this.applyUpdates(trx, teamId, order, body);
-    await this.recordEvents(trx, teamId, order.id, [{ type: 'lead.updated', data: { changed } }]);
+    const { order: updated } = await this.applyUpdates(trx, teamId, order, body, {}, (changed) => ({ type: 'lead.updated', data: { changed } }));
     return this.view(trx, teamId, updated);
   }
 

@@ -331,9 +331,11 @@ export class SubscriptionsService {
     external?: ExternalBilling,
   ) {
     const created: Row<'subscriptions'>[] = [];
-    const timeZone = external ? 'UTC' : await this.timeZoneOf(trx, teamId);
+    // Read only when a line recurs: most orders start no subscription.
+    let timeZone: string | undefined = external ? 'UTC' : undefined;
     for (const { offer, quantity } of lines) {
       if (offer.billing_type === 'one_time' || !offer.interval_unit || !offer.interval_count) continue;
+      timeZone ??= await this.timeZoneOf(trx, teamId);
       const trial = offer.billing_type === 'trial' && offer.trial_days;
       // Card: billed here on the schedule (schedule.ts): cycle 1 after the trial, or one interval after the purchase.
       const schedule = { interval_unit: offer.interval_unit, interval_count: offer.interval_count, ...initialSchedule(now, trial ? offer.trial_days : null) };
