@@ -37,7 +37,8 @@ async function freePort(): Promise<number> {
 /** The environment of a start on `dir`: embedded database, its own API and sandbox ports, JSON logs (not a TTY). */
 function envFor(dir: string, ports: { api: number; sandbox: number }, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   // No event-loop load shedding: a loaded test machine would answer 503 where the test expects 401.
-  return { ...process.env, CHECKSTAND_DATA_DIR: dir, DATABASE_URL: '', PORT: String(ports.api), SANDBOX_PORT: String(ports.sandbox), LOG_LEVEL: 'info', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', ...extra };
+  // No demo history: its ≈230 background orders are test/demo-history.test.ts's subject, and here they only load the machine.
+  return { ...process.env, CHECKSTAND_DATA_DIR: dir, DATABASE_URL: '', PORT: String(ports.api), SANDBOX_PORT: String(ports.sandbox), LOG_LEVEL: 'info', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', CHECKSTAND_DEMO_HISTORY: '0', ...extra };
 }
 
 interface Started {
