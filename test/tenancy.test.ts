@@ -81,6 +81,10 @@ beforeAll(async () => {
   ids['webhook-delivery'] = (await app.store.run((db) => db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', hook.id).executeTakeFirstOrThrow())).id;
   ids.affiliate = (await a.api.post('/v1/affiliates', { id: 'a-affiliate', name: 'A affiliate', throttle_rate: 10, automatic_throttling: true })).body.data.id;
   ids['affiliate-postback'] = `pb_${ids.order!.slice(4)}`;
+  const ticket = await a.api.post('/v1/tickets', { customer_number: ids.customer, subject: 'A ticket', message: { body: 'hello' } });
+  ids.ticket = ticket.body.data.id;
+  const attachment = await a.api.request('POST', `/v1/tickets/${ids.ticket}/attachments?filename=a.txt`, 'A file', { 'content-type': 'text/plain' });
+  ids.attachment = attachment.body.data.id;
   ids.member = (await app.ctx.services.users.createUser({ teamId: a.teamId, email: 'owner-a@example.com', password: 'correct horse battery' })).id;
   ids.invitation = `inv_${ids.order!.slice(4)}`;
   await app.store.run((db) =>
@@ -135,8 +139,12 @@ describe('tenancy: another team never sees or changes team A', () => {
         const url = fill(path);
         const body =
           method === 'post'
-            ? path.endsWith('/notes')
+            ? path.endsWith('/notes') || path.endsWith('/messages')
               ? { body: 'note from B' }
+              : path.endsWith('/ship')
+                ? { carrier: 'UPS', tracking_number: '1ZB' }
+              : path.endsWith('/attachments')
+                ? 'a file from B'
               : path.endsWith('/throttle/simulate')
                 ? { throttle_rate: 50 }
               : path.endsWith('/payment-method')
@@ -153,11 +161,13 @@ describe('tenancy: another team never sees or changes team A', () => {
                   ? { description: 'hijacked' }
                   : path.startsWith('/v1/subscriptions')
                     ? { quantity: 2 }
+                  : path.startsWith('/v1/tickets')
+                    ? { status: 'closed' }
                     : { name: 'hijacked' }
               : method === 'put'
                 ? { subject: 'hijacked', body: 'hijacked' }
                 : undefined;
-        const r = await b.api.request(method.toUpperCase(), url, body);
+        const r = await b.api.request(method.toUpperCase(), url, body, typeof body === 'string' ? { 'content-type': 'text/plain' } : {});
         expect(r.status, `${method} ${path}`).toBe(404);
         expect(r.body).toMatchObject({ success: false, data: null, error: { code: 'not_found' } });
         // A's token still sees it.
@@ -167,6 +177,10 @@ describe('tenancy: another team never sees or changes team A', () => {
     }
     expect(checked.length).toBeGreaterThanOrEqual(38);
     expect(await snapshot()).toEqual(before);
+    // A's ticket, its messages and its fulfillment are as A left them.
+    expect((await a.api.get(`/v1/tickets/${ids.ticket}`)).body.data).toMatchObject({ status: 'open', subject: 'A ticket' });
+    expect((await a.api.get(`/v1/tickets/${ids.ticket}/messages`)).body.data).toHaveLength(1);
+    expect((await a.api.get(`/v1/fulfillments/${ids.fulfillment}`)).body.data).toMatchObject({ status: 'pending' });
   });
 
   it('answers 404 on /checkout routes given team A ids, with no state change', async () => {
