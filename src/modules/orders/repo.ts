@@ -35,13 +35,7 @@ export async function findOpenLead(db: Executor, teamId: string, campaignId: str
 }
 
 export async function updateOrder(db: Executor, teamId: string, id: string, patch: RowPatch<'orders'>): Promise<Row<'orders'>> {
-  return db
-    .updateTable('orders')
-    .set({ ...patch, updated_at: new Date() })
-    .where('team_id', '=', teamId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return updateOrderWithEvents(db, teamId, id, patch, []);
 }
 
 /**
@@ -49,15 +43,8 @@ export async function updateOrder(db: Executor, teamId: string, id: string, patc
  * trip where a status move and its order_events row used to take two.
  */
 export async function updateOrderWithEvents(db: Executor, teamId: string, id: string, patch: RowPatch<'orders'>, events: NewRow<'order_events'>[]): Promise<Row<'orders'>> {
-  if (events.length === 0) return updateOrder(db, teamId, id, patch);
-  return db
-    .with('timeline', (q) => q.insertInto('order_events').values(events))
-    .updateTable('orders')
-    .set({ ...patch, updated_at: new Date() })
-    .where('team_id', '=', teamId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const q: Pick<Executor, 'updateTable'> = events.length > 0 ? db.with('timeline', (t) => t.insertInto('order_events').values(events)) : db;
+  return q.updateTable('orders').set({ ...patch, updated_at: new Date() }).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
 /** Lines and timeline rows of a new order in one statement. */
