@@ -161,12 +161,17 @@ describe('waking without polling', () => {
     const event = await emit('order.upsell_added', 1);
     await until(() => rx.ids.includes(event.id), PROMPT_MS);
 
-    const list = await team.api.get(`/v1/webhook-endpoints/${ep.id}/deliveries`);
-    expect(list.status, list.text).toBe(200);
-    const delivery = list.body.data.find((d: { event_id: string }) => d.event_id === event.id);
-    expect(delivery).toMatchObject({ status: 'succeeded' });
+    // The receiver has the request before the worker has recorded its outcome: wait for the record
+    // (a replay of a delivery still being recorded is refused with a 409, as it should be).
+    let delivery: { id: string; status: string } | undefined;
+    await until(async () => {
+      const list = await team.api.get(`/v1/webhook-endpoints/${ep.id}/deliveries`);
+      expect(list.status, list.text).toBe(200);
+      delivery = list.body.data.find((d: { event_id: string }) => d.event_id === event.id);
+      return delivery?.status === 'succeeded';
+    }, PROMPT_MS);
 
-    const replay = await team.api.post(`/v1/webhook-deliveries/${delivery.id}/replay`);
+    const replay = await team.api.post(`/v1/webhook-deliveries/${delivery!.id}/replay`);
     expect(replay.status, replay.text).toBeLessThan(300);
     await until(() => rx.ids.filter((id) => id === event.id).length === 2, PROMPT_MS);
     await deleteEndpoint(ep.id);
