@@ -55,6 +55,8 @@ export async function seedTeam(api: ApiClient, sandboxUrl: string): Promise<void
   if (customerNumber) await created('note', api.post(`/v1/customers/${customerNumber}/notes`, { body: 'seeded' }));
   await created('webhook endpoint', api.post('/v1/webhook-endpoints', { url: `${sandboxUrl}/hook`, event_types: ['order.completed'] }));
   await created('BIN entry', api.post('/v1/bin-blacklist', { prefix: '400000', reason: 'fuzz' }));
+  // For the token routes to rotate and revoke: the fuzzer's own token is kept out of their reach.
+  await created('spare API token', api.post('/v1/api-tokens', { name: 'fuzz spare', role: 'account_manager' }));
   await created('test card', api.post('/v1/test-cards', { card_number: '4242424242424242', label: 'fuzz' }));
 }
 
