@@ -272,8 +272,8 @@ describe('payment orchestrators', () => {
       max_attempts: 3,
       is_active: true,
       members: [
-        { id: expect.stringMatching(/^pom_/), gateway_id: g2.id, priority: 1, weight: 1, monthly_cap: null },
-        { id: expect.stringMatching(/^pom_/), gateway_id: g1.id, priority: 2, weight: 3, monthly_cap: 100_000 },
+        { id: expect.stringMatching(/^pom_/), gateway_id: g2.id, priority: 1, weight: 1, monthly_cap: null, month_to_date_volume: 0 },
+        { id: expect.stringMatching(/^pom_/), gateway_id: g1.id, priority: 2, weight: 3, monthly_cap: 100_000, month_to_date_volume: 0 },
       ],
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
@@ -318,7 +318,7 @@ describe('payment orchestrators', () => {
     );
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body.data).toMatchObject({ name: 'Replace me', strategy: 'weighted', max_attempts: 2, is_active: true });
-    expect(patched.body.data.members).toEqual([{ id: expect.stringMatching(/^pom_/), gateway_id: g3.id, priority: 1, weight: 5, monthly_cap: null }]);
+    expect(patched.body.data.members).toEqual([{ id: expect.stringMatching(/^pom_/), gateway_id: g3.id, priority: 1, weight: 5, monthly_cap: null, month_to_date_volume: 0 }]);
     const rows = await app.store.run((db) => db.selectFrom('payment_router_members').selectAll().where('router_id', '=', r.id).execute());
     expect(rows.map((m) => m.gateway_id)).toEqual([g3.id]);
 

@@ -106,6 +106,11 @@ describe('dashboard: payments setup', () => {
     await expect.poll(() => members.locator('tbody tr').count()).toBe(2);
     expect(await members.locator(`tr[data-member="${cardGateway}"]`).textContent()).toContain('75.0 %');
     expect(await members.locator(`tr[data-member="${threedsGateway}"]`).textContent()).toContain('25.0 %');
+    // Each member's month-to-date volume as the API answers it (the Routers page's volume column).
+    for (const m of router.members as Array<{ gateway_id: string; month_to_date_volume: number }>) {
+      expect(m.month_to_date_volume).toBeGreaterThanOrEqual(0);
+      expect(await members.locator(`tr[data-member="${m.gateway_id}"] td`).last().textContent()).toContain(m.month_to_date_volume.toLocaleString('en-US'));
+    }
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-payments-router.png'), fullPage: true });
     expect(problems).toEqual([]);
   });

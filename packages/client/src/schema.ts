@@ -3682,6 +3682,8 @@ export interface components {
             priority: number;
             weight: number;
             monthly_cap: number | null;
+            /** @description Approved sales through the member's gateway this calendar month (UTC, the month the caps count in), in minor units; refunds are not subtracted, and the gateway's sales through other routers or directly count as well */
+            month_to_date_volume: number;
         };
         PaymentOrchestratorMemberSpec: {
             /** @description A gateway of the team */

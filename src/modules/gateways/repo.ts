@@ -91,6 +91,23 @@ export async function sumApprovedSales(db: Executor, teamId: string, gatewayId: 
   return Number(r.total);
 }
 
+/** Approved sales of each of `gatewayIds` in [from, to), by gateway id (absent: none). */
+export async function sumApprovedSalesByGateway(db: Executor, teamId: string, gatewayIds: readonly string[], from: Date, to: Date): Promise<Map<string, number>> {
+  if (gatewayIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('transactions')
+    .select(['gateway_id', sql<number>`sum(amount)`.as('total')])
+    .where('team_id', '=', teamId)
+    .where('gateway_id', 'in', [...new Set(gatewayIds)])
+    .where('status', '=', 'approved')
+    .where('type', '=', 'sale')
+    .where('created_at', '>=', from)
+    .where('created_at', '<', to)
+    .groupBy('gateway_id')
+    .execute();
+  return new Map(rows.flatMap((r) => (r.gateway_id ? [[r.gateway_id, Number(r.total)] as const] : [])));
+}
+
 /**
  * Brings a gateway's counter for `month` up to the ledger's approved sales (never down): run when a
  * cap starts to apply, since charges on an uncapped gateway reserve nothing.

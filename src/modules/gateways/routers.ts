@@ -52,7 +52,8 @@ export function orderMembers<T extends { priority: number; weight: number }>(str
   return ordered;
 }
 
-export function routerView(r: Row<'payment_routers'>, members: Row<'payment_router_members'>[]): Router {
+/** `volumes`: each member gateway's month-to-date volume (GatewayVolume.approvedThisMonthByGateway). */
+export function routerView(r: Row<'payment_routers'>, members: Row<'payment_router_members'>[], volumes: ReadonlyMap<string, number>): Router {
   return {
     object: 'payment_orchestrator',
     id: r.id,
@@ -60,7 +61,7 @@ export function routerView(r: Row<'payment_routers'>, members: Row<'payment_rout
     strategy: r.strategy,
     max_attempts: r.max_attempts,
     is_active: r.is_active,
-    members: members.map((m) => ({ id: m.id, gateway_id: m.gateway_id, priority: m.priority, weight: m.weight, monthly_cap: m.monthly_cap })),
+    members: members.map((m) => ({ id: m.id, gateway_id: m.gateway_id, priority: m.priority, weight: m.weight, monthly_cap: m.monthly_cap, month_to_date_volume: volumes.get(m.gateway_id) ?? 0 })),
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
   };
@@ -107,7 +108,7 @@ export class PaymentRouters {
   }
 
   async create(teamId: string, input: CreateRouter): Promise<Router> {
-    const { router, members } = await this.store.transaction(async (trx) => {
+    const { router, members, volumes } = await this.store.transaction(async (trx) => {
       await this.requireGateways(trx, teamId, input.members);
       const router = await repo.insertRouter(trx, {
         id: newId('router'),
@@ -119,25 +120,25 @@ export class PaymentRouters {
       });
       await repo.insertRouterMembers(trx, this.memberRows(teamId, router.id, input.members));
       await this.volume.seed(trx, teamId, input.members.filter((m) => m.monthly_cap != null).map((m) => m.gateway_id));
-      return { router, members: await repo.listRouterMembers(trx, teamId, [router.id]) };
+      return this.withVolumes(trx, teamId, router, await repo.listRouterMembers(trx, teamId, [router.id]));
     });
-    return routerView(router, members);
+    return routerView(router, members, volumes);
   }
 
   async get(teamId: string, id: string): Promise<Router> {
     const found = await this.store.run(async (db) => {
       const router = await repo.findRouter(db, teamId, id);
-      return router ? { router, members: await repo.listRouterMembers(db, teamId, [router.id]) } : undefined;
+      return router ? this.withVolumes(db, teamId, router, await repo.listRouterMembers(db, teamId, [router.id])) : undefined;
     });
     if (!found) throw notFound('Payment orchestrator');
-    return routerView(found.router, found.members);
+    return routerView(found.router, found.members, found.volumes);
   }
 
   async update(teamId: string, id: string, patch: UpdateRouter): Promise<Router> {
     const fields = presentFields(patch);
     if (!fields) return this.get(teamId, id);
     const { members: newMembers, ...rest } = fields;
-    const { router, members } = await this.store.transaction(async (trx) => {
+    const { router, members, volumes } = await this.store.transaction(async (trx) => {
       // The lock keeps two concurrent member replacements from interleaving their delete and insert.
       const current = await repo.findRouter(trx, teamId, id, { forUpdate: true });
       if (!current) throw notFound('Payment orchestrator');
@@ -149,10 +150,10 @@ export class PaymentRouters {
       }
       const router = await repo.updateRouter(trx, teamId, id, rest);
       if (!router) throw notFound('Payment orchestrator');
-      return { router, members: await repo.listRouterMembers(trx, teamId, [id]) };
+      return this.withVolumes(trx, teamId, router, await repo.listRouterMembers(trx, teamId, [id]));
     });
     this.cache.delete(`${teamId}\u0000${id}`);
-    return routerView(router, members);
+    return routerView(router, members, volumes);
   }
 
   list(teamId: string, query: ListQuery): Promise<Page<Router>> {
@@ -163,8 +164,22 @@ export class PaymentRouters {
         teamId,
         page.items.map((r) => r.id),
       );
-      return { items: page.items.map((r) => routerView(r, members.filter((m) => m.router_id === r.id))), has_more: page.has_more };
+      const volumes = await this.volume.approvedThisMonthByGateway(
+        db,
+        teamId,
+        members.map((m) => m.gateway_id),
+      );
+      return { items: page.items.map((r) => routerView(r, members.filter((m) => m.router_id === r.id), volumes)), has_more: page.has_more };
     });
+  }
+
+  private async withVolumes(db: Executor, teamId: string, router: Row<'payment_routers'>, members: Row<'payment_router_members'>[]) {
+    const volumes = await this.volume.approvedThisMonthByGateway(
+      db,
+      teamId,
+      members.map((m) => m.gateway_id),
+    );
+    return { router, members, volumes };
   }
 
   /** Every member's gateway must be the team's. */

@@ -196,6 +196,11 @@ export const RouterMember = z
     priority: z.number().int(),
     weight: z.number().int(),
     monthly_cap: z.number().int().nullable(),
+    month_to_date_volume: z
+      .number()
+      .int()
+      .min(0)
+      .describe("Approved sales through the member's gateway this calendar month (UTC, the month the caps count in), in minor units; refunds are not subtracted, and the gateway's sales through other routers or directly count as well"),
   })
   .meta({ id: 'PaymentOrchestratorMember' });
 

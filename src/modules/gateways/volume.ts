@@ -28,6 +28,12 @@ export class GatewayVolume {
     return repo.sumApprovedSales(db, teamId, gatewayId, from, to);
   }
 
+  /** Approved sales this UTC month (the month the caps count in) of each gateway, by id; a gateway with none is 0. */
+  async approvedThisMonthByGateway(db: Executor, teamId: string, gatewayIds: readonly string[], now: Date = new Date()): Promise<Map<string, number>> {
+    const { from, to } = utcMonth(now);
+    return repo.sumApprovedSalesByGateway(db, teamId, gatewayIds, from, to);
+  }
+
   /**
    * Reserves a charge's amount against the tightest of the gateway's and the router member's caps:
    * `month` is where it was reserved (null: no cap applies, nothing to reserve); `ok: false` when

@@ -1,4 +1,4 @@
-import { ActionIcon, Alert, Anchor, Button, Group, Modal, NativeSelect, NumberInput, Paper, Stack, Switch, Table, Text, TextInput, Title } from '@mantine/core';
+import { ActionIcon, Alert, Anchor, Button, Group, Modal, NativeSelect, NumberInput, Paper, Progress, Stack, Switch, Table, Text, TextInput, Title } from '@mantine/core';
 import { IconTrash } from '@tabler/icons-react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from '@tanstack/react-router';
@@ -148,21 +148,36 @@ export function RouterPage() {
                   <Table.Td>{m.monthly_cap ?? 'none'}</Table.Td>
                   <Table.Td>{gw(m.gateway_id)?.monthly_cap ?? 'none'}</Table.Td>
                   <Table.Td>
-                    <Text size="xs" c="dimmed">
-                      not reported by the API
-                    </Text>
+                    <VolumeVsCap name={gw(m.gateway_id)?.name ?? m.gateway_id} volume={m.month_to_date_volume} caps={[m.monthly_cap, gw(m.gateway_id)?.monthly_cap ?? null]} />
                   </Table.Td>
                 </Table.Tr>
               ))}
             </Table.Tbody>
           </Table>
           <Alert color="gray" role="note">
-            Caps are in minor units per UTC calendar month. GET /v1/payment-orchestrators/{'{id}'} does not return the members’ month-to-date volume, so it is not shown here.
+            Caps and volumes are in minor units per UTC calendar month. A member’s volume is its gateway’s approved sales this month (through any router or directly); refunds are not subtracted. A charge that would pass the lower of the two caps skips the gateway.
           </Alert>
           {editing && <RouterForm router={r} onClose={() => setEditing(false)} onSaved={() => setEditing(false)} />}
         </>
       )}
     </PaymentsPage>
+  );
+}
+
+/** The month's volume against the lower of the member's and the gateway's caps, as a bar; the number alone when uncapped. */
+function VolumeVsCap({ name, volume, caps }: { name: string; volume: number; caps: (number | null)[] }) {
+  const set = caps.filter((c): c is number => c !== null);
+  const cap = set.length ? Math.min(...set) : null;
+  const fmt = (n: number) => n.toLocaleString();
+  if (cap === null) return <Text size="sm">{fmt(volume)}</Text>;
+  const pct = Math.min(100, Math.round((100 * volume) / cap));
+  return (
+    <Stack gap={2} miw={140}>
+      <Text size="sm">
+        {fmt(volume)} of {fmt(cap)}
+      </Text>
+      <Progress value={pct} color={pct >= 90 ? 'red' : pct >= 70 ? 'yellow' : 'blue'} aria-label={`${name}: month-to-date volume, ${pct} % of the cap`} />
+    </Stack>
   );
 }
 
