@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bootDashboard, type DashboardEnv, launchChromium, loginAs, newPage, paidOrder } from './dashboard-support.ts';
+import { bootDashboard, type DashboardEnv, invitedMember, launchChromium, loginAs, newPage, paidOrder } from './dashboard-support.ts';
 
 const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : path.join(os.tmpdir(), 'checkstand-e2e');
 
@@ -121,6 +121,62 @@ describe('dashboard: reports', () => {
       expect(res.status()).toBe(200);
       expect(res.headers()['content-type']).toContain('text/csv');
     }
+    expect(problems).toEqual([]);
+  });
+});
+
+describe('dashboard: home', () => {
+  const usd = (minor: number) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(minor / 100);
+
+  it('opens on today’s and the last 30 days’ numbers, equal to /v1/reports in the team’s time zone, with a revenue chart and the area links', async () => {
+    await paidOrder(env, { first_name: 'Home', last_name: 'Today' });
+    const revenue = (await env.merchant.get('/v1/reports/revenue?interval=day')).body.data;
+    const today = revenue.to as string;
+    expect(today).toBe(dayIn(revenue.time_zone as string));
+    const main = revenue.totals[0] as { currency: string; gross: number; orders: number; refunds: number; chargebacks: number };
+    expect(main.currency).toBe('USD');
+    const todayRows = (revenue.rows as { period: string; currency: string; gross: number; orders: number }[]).filter((r) => r.period === today && r.currency === 'USD');
+    const todayGross = todayRows.reduce((s, r) => s + r.gross, 0);
+    const todayOrders = todayRows.reduce((s, r) => s + r.orders, 0);
+    expect(todayGross).toBeGreaterThan(0);
+    const approvals30 = (await env.merchant.get('/v1/reports/approvals')).body.data.totals[0];
+    const approvalsToday = (await env.merchant.get(`/v1/reports/approvals?from=${today}&to=${today}`)).body.data.totals[0];
+
+    const { page, problems } = await open();
+    await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, '/');
+    const todayRegion = page.getByRole('region', { name: 'Today', exact: true });
+    const last30 = page.getByRole('region', { name: 'Last 30 days' });
+    const stat = (region: typeof todayRegion, label: string) => region.getByRole('group', { name: new RegExp(`: ${label}$`) });
+    await expect.poll(() => stat(todayRegion, 'Revenue').textContent()).toContain(usd(todayGross));
+    expect(await stat(todayRegion, 'Orders').textContent()).toContain(String(todayOrders));
+    await expect.poll(() => stat(todayRegion, 'Approval rate').textContent()).toContain(`${approvalsToday.approval_rate.toFixed(2)} %`);
+    await expect.poll(() => stat(last30, 'Revenue').textContent()).toContain(usd(main.gross));
+    expect(await stat(last30, 'Orders').textContent()).toContain(main.orders.toLocaleString('en-US'));
+    expect(await stat(last30, 'Refunds').textContent()).toContain(usd(main.refunds));
+    expect(await stat(last30, 'Chargebacks').textContent()).toContain(String(main.chargebacks));
+    await expect.poll(() => stat(last30, 'Approval rate').textContent()).toContain(`${approvals30.approval_rate.toFixed(2)} %`);
+    await page.getByRole('img', { name: /^Gross revenue per day/ }).waitFor();
+    const areas = page.getByRole('navigation', { name: 'Areas' });
+    for (const label of ['Orders', 'Reports', 'Payments setup', 'Customers']) await areas.getByRole('link', { name: label, exact: true }).waitFor();
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-home.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  });
+
+  it('shows a Support Level 1 member (no revenue:view) the area links only, and asks no report', async () => {
+    const member = await invitedMember(env, 'support_l1');
+    const { page, problems } = await open();
+    const reportCalls: string[] = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname.startsWith('/v1/reports')) reportCalls.push(r.url());
+    });
+    await loginAs(page, env.url, member.email, member.password, '/');
+    const areas = page.getByRole('navigation', { name: 'Areas' });
+    await areas.getByRole('link', { name: 'Orders', exact: true }).waitFor();
+    expect(await areas.getByRole('link', { name: 'Reports', exact: true }).count()).toBe(0);
+    expect(await page.getByRole('region', { name: 'Today', exact: true }).count()).toBe(0);
+    expect(await page.getByRole('group', { name: /Revenue/ }).count()).toBe(0);
+    expect(reportCalls).toEqual([]);
     expect(problems).toEqual([]);
   });
 });
