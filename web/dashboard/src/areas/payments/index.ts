@@ -1,10 +1,8 @@
 import { IconCreditCard } from '@tabler/icons-react';
-import { createRoute } from '@tanstack/react-router';
+import { createRoute, lazyRouteComponent } from '@tanstack/react-router';
 import { defineArea } from '../types.ts';
-import { ConnectionsPage } from './Connections.tsx';
-import { GatewaysPage } from './Gateways.tsx';
-import { BinBlacklistPage, FraudRulesPage, TestCardsPage } from './Lists.tsx';
-import { RouterPage, RoutersPage } from './Routers.tsx';
+
+// Each page is its own chunk (lazyRouteComponent), loaded when its route is first opened or hovered.
 
 /**
  * Payments setup: every read and write of gateways, routers, the BIN blacklist, test cards and
@@ -17,12 +15,12 @@ export default defineArea({
   icon: IconCreditCard,
   permission: 'gateways:manage',
   routes: (parent) => [
-    createRoute({ getParentRoute: () => parent, path: 'payments', component: GatewaysPage }),
-    createRoute({ getParentRoute: () => parent, path: 'payments/routers', component: RoutersPage }),
-    createRoute({ getParentRoute: () => parent, path: 'payments/routers/$id', component: RouterPage }),
-    createRoute({ getParentRoute: () => parent, path: 'payments/bin-blacklist', component: BinBlacklistPage }),
-    createRoute({ getParentRoute: () => parent, path: 'payments/test-cards', component: TestCardsPage }),
-    createRoute({ getParentRoute: () => parent, path: 'payments/fraud-rules', component: FraudRulesPage }),
-    createRoute({ getParentRoute: () => parent, path: 'payments/connections', component: ConnectionsPage }),
+    createRoute({ getParentRoute: () => parent, path: 'payments', component: lazyRouteComponent(() => import('./Gateways.tsx'), 'GatewaysPage') }),
+    createRoute({ getParentRoute: () => parent, path: 'payments/routers', component: lazyRouteComponent(() => import('./Routers.tsx'), 'RoutersPage') }),
+    createRoute({ getParentRoute: () => parent, path: 'payments/routers/$id', component: lazyRouteComponent(() => import('./Routers.tsx'), 'RouterPage') }),
+    createRoute({ getParentRoute: () => parent, path: 'payments/bin-blacklist', component: lazyRouteComponent(() => import('./Lists.tsx'), 'BinBlacklistPage') }),
+    createRoute({ getParentRoute: () => parent, path: 'payments/test-cards', component: lazyRouteComponent(() => import('./Lists.tsx'), 'TestCardsPage') }),
+    createRoute({ getParentRoute: () => parent, path: 'payments/fraud-rules', component: lazyRouteComponent(() => import('./Lists.tsx'), 'FraudRulesPage') }),
+    createRoute({ getParentRoute: () => parent, path: 'payments/connections', component: lazyRouteComponent(() => import('./Connections.tsx'), 'ConnectionsPage') }),
   ],
 });
