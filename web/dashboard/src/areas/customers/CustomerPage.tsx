@@ -13,7 +13,7 @@ import { useSession } from '../../lib/session.tsx';
 import { SubscriptionsTable } from '../subscriptions/SubscriptionsTable.tsx';
 import { NewTicketDialog } from '../tickets/NewTicketDialog.tsx';
 import { TicketsTable } from '../tickets/TicketsTable.tsx';
-import { fullName, serviceApi } from './service-api.ts';
+import { fullName, serviceApi } from '../../lib/service.ts';
 import { Field, Section, Status } from './ui.tsx';
 
 type Order = Schemas['Order'];

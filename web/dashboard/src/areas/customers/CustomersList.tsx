@@ -7,7 +7,7 @@ import { ApiErrorAlert } from '../../lib/errors.tsx';
 import { usePaginatedList } from '../../lib/pagination.ts';
 import { Pager } from '../../lib/Pager.tsx';
 import { useSession } from '../../lib/session.tsx';
-import { type CustomerRecord, fullName, serviceApi } from './service-api.ts';
+import { type CustomerRecord, fullName, serviceApi } from '../../lib/service.ts';
 
 interface Filters {
   email: string;

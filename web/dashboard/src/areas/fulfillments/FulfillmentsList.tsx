@@ -8,7 +8,7 @@ import { ApiErrorAlert, notifyError, notifySuccess } from '../../lib/errors.tsx'
 import { usePaginatedList } from '../../lib/pagination.ts';
 import { Pager } from '../../lib/Pager.tsx';
 import { useSession } from '../../lib/session.tsx';
-import { FULFILLMENT_STATUSES, type Fulfillment, saveBlob, serviceApi } from '../customers/service-api.ts';
+import { FULFILLMENT_STATUSES, type Fulfillment, saveBlob, serviceApi } from '../../lib/service.ts';
 import { humanize, Status } from '../customers/ui.tsx';
 
 function ShipDialog({ fulfillment, onClose }: { fulfillment: Fulfillment | null; onClose: () => void }) {

@@ -3,7 +3,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
 import { ApiErrorAlert, notifySuccess } from '../../lib/errors.tsx';
-import { serviceApi } from '../customers/service-api.ts';
+import { serviceApi } from '../../lib/service.ts';
 import { useMembers } from './members.ts';
 
 /** Opens a ticket for a customer (optionally about one of their orders): POST /v1/tickets. */

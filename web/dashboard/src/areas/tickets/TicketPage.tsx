@@ -6,7 +6,7 @@ import { type ChangeEvent, useId, useRef, useState } from 'react';
 import { useDates } from '../../lib/dates.ts';
 import { ApiErrorAlert, notifyError, notifySuccess } from '../../lib/errors.tsx';
 import { useSession } from '../../lib/session.tsx';
-import { type Attachment, ATTACHMENT_ACCEPT, formatBytes, serviceApi, type Ticket, TICKET_MOVES, type TicketStatus } from '../customers/service-api.ts';
+import { type Attachment, ATTACHMENT_ACCEPT, formatBytes, serviceApi, type Ticket, TICKET_MOVES, type TicketStatus } from '../../lib/service.ts';
 import { Field, humanize, Section, Status } from '../customers/ui.tsx';
 import { useMembers } from './members.ts';
 

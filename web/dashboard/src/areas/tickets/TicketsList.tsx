@@ -4,7 +4,7 @@ import { ApiErrorAlert } from '../../lib/errors.tsx';
 import { usePaginatedList } from '../../lib/pagination.ts';
 import { Pager } from '../../lib/Pager.tsx';
 import { useSession } from '../../lib/session.tsx';
-import { serviceApi, type Ticket, TICKET_STATUSES } from '../customers/service-api.ts';
+import { serviceApi, type Ticket, TICKET_STATUSES } from '../../lib/service.ts';
 import { humanize } from '../customers/ui.tsx';
 import { useMembers } from './members.ts';
 import { TicketsTable } from './TicketsTable.tsx';

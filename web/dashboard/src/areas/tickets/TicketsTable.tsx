@@ -1,7 +1,7 @@
 import { Anchor, Code, Table } from '@mantine/core';
 import { Link } from '@tanstack/react-router';
 import { useDates } from '../../lib/dates.ts';
-import type { Ticket } from '../customers/service-api.ts';
+import type { Ticket } from '../../lib/service.ts';
 import { Status } from '../customers/ui.tsx';
 import { useMembers } from './members.ts';
 
