@@ -1,6 +1,7 @@
 import { Alert, Anchor, Button, Code, Group, Loader, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
+import { useState } from 'react';
 import { api, unwrap } from '../../lib/api.ts';
 import { useConfirm } from '../../lib/confirm.tsx';
 import { useDates } from '../../lib/dates.ts';
@@ -8,6 +9,7 @@ import { ApiErrorAlert, notifyError, notifySuccess } from '../../lib/errors.tsx'
 import { formatMoney } from '../../lib/money.ts';
 import { useSession } from '../../lib/session.tsx';
 import { Field, humanize, Section, Status } from '../customers/ui.tsx';
+import { ReplaceCardDialog } from './ReplaceCard.tsx';
 import { every, type Subscription } from './SubscriptionsTable.tsx';
 
 type Action = 'cancel' | 'cancel_at_period_end' | 'pause' | 'resume' | 'reactivate' | 'sync' | 'rebill';
@@ -43,6 +45,7 @@ export function SubscriptionPage() {
   const dates = useDates();
   const confirm = useConfirm();
   const qc = useQueryClient();
+  const [replacing, setReplacing] = useState(false);
   const q = useQuery({
     queryKey: ['subscription', id],
     queryFn: async () => unwrap(await api.GET('/v1/subscriptions/{id}', { params: { path: { id } } })).data,
@@ -142,6 +145,11 @@ export function SubscriptionPage() {
                   {LABELS[a].button}
                 </Button>
               ))}
+            {!s.externally_managed && !ENDED.has(s.status) && (
+              <Button variant="default" disabled={act.isPending} onClick={() => setReplacing(true)}>
+                Replace card
+              </Button>
+            )}
           </Group>
         )}
       </Group>
@@ -151,6 +159,7 @@ export function SubscriptionPage() {
         </Text>
       )}
       <ApiErrorAlert error={act.error} title="The action was refused" />
+      {replacing && <ReplaceCardDialog subscription={s} onClose={() => setReplacing(false)} />}
       {s.status === 'past_due' && (
         <Alert color="orange" title="Past due (dunning)">
           {s.retry_count} failed charge{s.retry_count === 1 ? '' : 's'} of the current cycle; next retry {dates.dateTime(s.retry_at)}.
