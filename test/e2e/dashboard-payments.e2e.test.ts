@@ -231,3 +231,87 @@ describe('dashboard: affiliates', () => {
     expect(problems).toEqual([]);
   });
 });
+
+describe('dashboard: settings forms', () => {
+  it("replaces a subscription's card: a declined card shows the API's 422 in the dialog, an approved one becomes the payment method", async () => {
+    const r = await env.merchant.post('/checkout/orders', {
+      campaign_id: env.seed.campaign_id,
+      currency: env.seed.currency,
+      customer: { email: email('card'), first_name: 'Card', last_name: 'Swap' },
+      shipping_address: { line1: '1 Leadworth Lane', city: 'Leadworth', state: 'NY', postal_code: '10001', country: 'US' },
+      products: [{ offer_id: env.seed.offers.club_trial, quantity: 1 }],
+      payment: CARD,
+    });
+    expect(r.status, r.text).toBe(200);
+    const order = r.body.data.order_number as string;
+    expect((await env.merchant.post('/checkout/orders/complete', { order_number: order })).status).toBe(200);
+    const sub = (await env.merchant.get(`/v1/subscriptions?order_number=${order}`)).body.data[0];
+    expect(sub.payment_method.last4).toBe('1111');
+
+    const { page, problems } = await open();
+    await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, `/subscriptions/${sub.id}`);
+    await page.getByRole('heading', { name: sub.id, level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Replace card' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Card number').fill('4000000000002016'); // the sandbox's do-not-honor card
+    await dialog.getByLabel('Expiry (MM/YY)').fill('12/39');
+    await dialog.getByLabel('CVV').fill('123');
+    const [declined] = await Promise.all([page.waitForResponse((x) => new URL(x.url()).pathname === `/v1/subscriptions/${sub.id}/payment-method`), dialog.getByRole('button', { name: 'Replace card' }).click()]);
+    expect(declined.status()).toBe(422);
+    await dialog.getByRole('alert').getByText('card_verification_declined').waitFor();
+    expect((await env.merchant.get(`/v1/subscriptions/${sub.id}`)).body.data.payment_method.last4).toBe('1111');
+
+    await dialog.getByLabel('Card number').fill('5555 5555 5555 4444');
+    const [approved] = await Promise.all([page.waitForResponse((x) => new URL(x.url()).pathname === `/v1/subscriptions/${sub.id}/payment-method`), dialog.getByRole('button', { name: 'Replace card' }).click()]);
+    expect(approved.status()).toBe(200);
+    await dialog.waitFor({ state: 'hidden' });
+    const after = (await env.merchant.get(`/v1/subscriptions/${sub.id}`)).body.data;
+    expect(after.payment_method).toMatchObject({ last4: '4444', exp: '12/39' });
+    await page.getByText(`•••• 4444`).waitFor();
+    // The declined attempt is the one expected error (its 422 and the browser's console line).
+    expect(problems.filter((p) => !p.includes('422'))).toEqual([]);
+  });
+
+  it("creates a campaign whose payment route is a router chosen from the team's gateways and routers (not a typed id)", async () => {
+    const router = (await env.merchant.post('/v1/payment-orchestrators', { name: 'Campaign router', members: [{ gateway_id: env.seed.gateway_id }] })).body.data;
+    const { page, problems } = await open();
+    await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, '/catalog');
+    await page.getByRole('table', { name: 'Campaigns' }).locator('tbody tr').first().waitFor();
+    await page.getByRole('button', { name: 'New campaign' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Name').fill('Routed funnel');
+    const select = dialog.getByLabel('Payment route');
+    await select.locator(`option[value="router:${router.id}"]`).waitFor({ state: 'attached' });
+    expect(await select.locator(`option[value="gateway:${env.seed.gateway_id}"]`).count()).toBe(1);
+    await select.selectOption(`router:${router.id}`);
+    const [answer] = await Promise.all([page.waitForResponse((x) => new URL(x.url()).pathname === '/v1/campaigns' && x.request().method() === 'POST'), dialog.getByRole('button', { name: 'Create campaign' }).click()]);
+    expect(answer.status()).toBe(201);
+    const id = (await answer.json()).data.id as string;
+    expect((await env.merchant.get(`/v1/campaigns/${id}`)).body.data).toMatchObject({ name: 'Routed funnel', payment_orchestrator_id: router.id, gateway_id: null });
+
+    // Editing it shows the router chosen; moving it to the gateway sends one and clears the other.
+    await dialog.waitFor({ state: 'hidden' });
+    await page.getByRole('button', { name: 'Edit campaign Routed funnel' }).click();
+    await expect.poll(() => dialog.getByLabel('Payment route').inputValue()).toBe(`router:${router.id}`);
+    await dialog.getByLabel('Payment route').selectOption(`gateway:${env.seed.gateway_id}`);
+    await Promise.all([page.waitForResponse((x) => new URL(x.url()).pathname === `/v1/campaigns/${id}` && x.request().method() === 'PATCH'), dialog.getByRole('button', { name: 'Save' }).click()]);
+    expect((await env.merchant.get(`/v1/campaigns/${id}`)).body.data).toMatchObject({ payment_orchestrator_id: null, gateway_id: env.seed.gateway_id });
+    expect(problems).toEqual([]);
+  });
+
+  it("edits the team's affiliate settings (attribution, commission hold); the API holds them", async () => {
+    const before = (await env.merchant.get('/v1/affiliate-settings')).body.data;
+    const { page, problems } = await open();
+    await loginAs(page, env.url, env.seed.owner_email, env.seed.owner_password, '/affiliates');
+    const section = page.getByRole('region', { name: 'Team affiliate settings' });
+    await expect.poll(() => section.getByLabel('Attribution').inputValue()).toBe(before.attribution);
+    const next = before.attribution === 'last_touch' ? 'first_touch' : 'last_touch';
+    await section.getByLabel('Attribution').selectOption(next);
+    await section.getByLabel('Commission hold (days)').fill('14');
+    const [answer] = await Promise.all([page.waitForResponse((x) => new URL(x.url()).pathname === '/v1/affiliate-settings' && x.request().method() === 'PUT'), section.getByRole('button', { name: 'Save settings' }).click()]);
+    expect(answer.status()).toBe(200);
+    expect((await env.merchant.get('/v1/affiliate-settings')).body.data).toMatchObject({ attribution: next, commission_hold_days: 14 });
+    expect((await env.merchant.request('PUT', '/v1/affiliate-settings', { attribution: before.attribution, commission_hold_days: before.commission_hold_days })).status).toBe(200);
+    expect(problems).toEqual([]);
+  });
+});

@@ -8,6 +8,7 @@ import { Pager } from '../../lib/Pager.tsx';
 import { useCan } from '../../lib/session.tsx';
 import { AffiliateForm } from './AffiliateForm.tsx';
 import { AffiliatesPage, pct } from './common.tsx';
+import { AffiliateSettingsCard } from './Settings.tsx';
 
 type Affiliate = Schemas['Affiliate'];
 
@@ -89,6 +90,7 @@ export function AffiliatesList() {
         </Text>
       )}
       <Pager list={list as never} label="Affiliate pages" />
+      <AffiliateSettingsCard canManage={canManage} />
       {creating && <AffiliateForm affiliate={null} onClose={() => setCreating(false)} onSaved={(a) => void navigate({ to: `/affiliates/${encodeURIComponent(a.id)}` })} />}
     </AffiliatesPage>
   );

@@ -1,5 +1,5 @@
-import { Anchor, Button, Checkbox, Group, Modal, Stack, Table, Text, TextInput } from '@mantine/core';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { Anchor, Button, Checkbox, Group, Modal, NativeSelect, Stack, Table, Text, TextInput } from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, unwrap } from '../../lib/api.ts';
@@ -72,26 +72,66 @@ export function CampaignsTab() {
   );
 }
 
+/**
+ * Where the campaign's card payments go: one of the team's gateways or payment routers (listing them
+ * needs gateways:manage; without it the current choice is kept and shown by id).
+ */
+function PaymentRouteSelect({ value, onChange, enabled }: { value: string; onChange: (v: string) => void; enabled: boolean }) {
+  const routes = useQuery({
+    queryKey: ['campaign-form', 'payment-routes'],
+    enabled,
+    retry: false,
+    queryFn: async () => {
+      const [gateways, routers] = await Promise.all([api.GET('/v1/gateways', { params: { query: { limit: 100 } } }), api.GET('/v1/payment-orchestrators', { params: { query: { limit: 100 } } })]);
+      return { gateways: unwrap(gateways).data, routers: unwrap(routers).data };
+    },
+  });
+  type Option = { value: string; label: string };
+  const data: (Option | { group: string; items: Option[] })[] = [
+    { value: '', label: 'None (the campaign takes no card payments)' },
+    { group: 'Gateways', items: (routes.data?.gateways ?? []).map((g) => ({ value: `gateway:${g.id}`, label: `${g.name}${g.is_active ? '' : ' (inactive)'}` })) },
+    { group: 'Payment routers', items: (routes.data?.routers ?? []).map((r) => ({ value: `router:${r.id}`, label: `${r.name} (${r.members.length} gateways, ${r.strategy})${r.is_active ? '' : ' (inactive)'}` })) },
+  ];
+  // The current choice stays selectable while the lists load or when they cannot be read.
+  const known = data.some((d) => ('items' in d ? d.items.some((i) => i.value === value) : d.value === value));
+  if (!known) data.push({ value, label: value.replace(':', ' ') });
+  return (
+    <NativeSelect
+      label="Payment route"
+      description={routes.isError ? 'Your role cannot list the gateways (gateways:manage); the current one is kept.' : 'A gateway, or a router that spreads payments over several'}
+      data={data}
+      value={value}
+      onChange={(e) => onChange(e.currentTarget.value)}
+    />
+  );
+}
+
 /** Create (name, currency, gateway) or edit (name, gateway, active) a campaign. */
 export function CampaignForm({ campaign, onClose }: { campaign: Campaign | 'new' | null; onClose: () => void }) {
   const qc = useQueryClient();
   const isNew = campaign === 'new';
   const [name, setName] = useState('');
   const [currency, setCurrency] = useState('USD');
-  const [gateway, setGateway] = useState('');
+  const [route, setRoute] = useState('');
   const [active, setActive] = useState(true);
   useEffect(() => {
     if (!campaign) return;
     const c = campaign === 'new' ? null : campaign;
     setName(c?.name ?? '');
     setCurrency(c?.currency ?? 'USD');
-    setGateway(c?.gateway_id ?? '');
+    setRoute(c?.payment_orchestrator_id ? `router:${c.payment_orchestrator_id}` : c?.gateway_id ? `gateway:${c.gateway_id}` : '');
     setActive(c?.is_active ?? true);
   }, [campaign]);
   const save = useMutation({
     mutationFn: async () => {
-      if (campaign === 'new') return unwrap(await api.POST('/v1/campaigns', { body: { name, currency: currency.toUpperCase(), ...(gateway ? { gateway_id: gateway } : {}) } })).data;
-      return unwrap(await api.PATCH('/v1/campaigns/{id}', { params: { path: { id: (campaign as Campaign).id } }, body: { name, is_active: active, gateway_id: gateway || null } })).data;
+      const [kind, id] = route.split(':') as ['gateway' | 'router' | '', string | undefined];
+      const gateway_id = kind === 'gateway' && id ? id : null;
+      const payment_orchestrator_id = kind === 'router' && id ? id : null;
+      if (campaign === 'new') {
+        const body = { name, currency: currency.toUpperCase(), ...(gateway_id ? { gateway_id } : {}), ...(payment_orchestrator_id ? { payment_orchestrator_id } : {}) };
+        return unwrap(await api.POST('/v1/campaigns', { body })).data;
+      }
+      return unwrap(await api.PATCH('/v1/campaigns/{id}', { params: { path: { id: (campaign as Campaign).id } }, body: { name, is_active: active, gateway_id, payment_orchestrator_id } })).data;
     },
     onSuccess: async (c) => {
       notifySuccess(isNew ? `Campaign ${c.name} created` : `Campaign ${c.name} saved`);
@@ -111,7 +151,7 @@ export function CampaignForm({ campaign, onClose }: { campaign: Campaign | 'new'
         <Stack>
           <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} maxLength={200} />
           <TextInput label="Currency" description="ISO 4217 code; fixed once created" required disabled={!isNew} value={currency} onChange={(e) => setCurrency(e.currentTarget.value)} maxLength={3} />
-          <TextInput label="Gateway id" description="gw_… (optional)" value={gateway} onChange={(e) => setGateway(e.currentTarget.value.trim())} />
+          <PaymentRouteSelect value={route} onChange={setRoute} enabled={!!campaign} />
           {!isNew && <Checkbox label="Active" checked={active} onChange={(e) => setActive(e.currentTarget.checked)} />}
           <ApiErrorAlert error={save.error} title="Not saved" />
           <Group justify="flex-end">
