@@ -1,6 +1,9 @@
+import http from 'node:http';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { extpayWebhookUrl } from '../src/app/seed.ts';
 import { EXTPAY_EVENT_TYPES } from '../src/providers/extpay/webhook.ts';
-import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
+import { EXTPAY_INTEGRATION_PERMISSIONS, sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
 import { EXTPAY_PERMISSIONS } from '../src/sandbox/extpay-provider.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
@@ -9,21 +12,50 @@ import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts'
  * The extpay connection doctor (issue 18), over HTTP against the Whop sandbox: every check fails on
  * purpose and passes once the cause is fixed, and the doctor changes nothing at the provider but the
  * one test delivery. Each case has its own provider company, so no other connection's secret can
- * verify its deliveries.
+ * verify its deliveries (but the one that shares a company on purpose). The app runs behind a loopback
+ * TCP forwarder named by PUBLIC_BASE_URL, as behind a proxy: the doctor's webhook address is the configured one.
  */
 let app: TestApp;
 let team: TestTeam;
 let sandbox: { url: string; close(): Promise<void> };
+let proxy: { url: string; forwardTo(port: number): void; close(): Promise<void> };
 let hookUrl: string;
+
+/** A loopback address that forwards every connection to a port given later (the app's, once it listens). */
+async function publicAddress(): Promise<typeof proxy> {
+  let target = 0;
+  const open = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target, '127.0.0.1');
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      open.delete(client);
+      open.delete(upstream);
+    };
+    open.add(client).add(upstream);
+    for (const s of [client, upstream]) s.on('error', end).on('close', end);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    forwardTo: (port) => (target = port),
+    close: () => new Promise<void>((r) => { for (const s of open) s.destroy(); server.close(() => r()); }),
+  };
+}
 
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0 });
-  app = await startTestApp();
+  proxy = await publicAddress();
+  app = await startTestApp({ PUBLIC_BASE_URL: proxy.url });
+  proxy.forwardTo(Number(new URL(app.url).port));
   team = await app.newTeam();
-  hookUrl = `${app.url}/webhooks/extpay`;
+  hookUrl = `${proxy.url}/webhooks/extpay`;
 }, 60_000);
 afterAll(async () => {
   await app?.close();
+  await proxy?.close();
   await sandbox?.close();
 });
 
@@ -89,6 +121,20 @@ describe('POST /v1/extpay-connections/{id}/doctor', () => {
     expect(check(bad, 'key_authenticates').status).toBe('pass');
     expect((await team.api.patch(`/v1/extpay-connections/${s.connectionId}`, { webhook_secret: s.secret })).status).toBe(200);
     expect(check(await doctor(s.connectionId), 'webhook_round_trip').status).toBe('pass');
+  });
+
+  it("two connections of one company: this one's wrong secret fails the round trip even though the other's verified it; the right secret passes", async () => {
+    const s = await setup();
+    const mk = await team.api.post('/v1/extpay-connections', { name: 'twin', api_key: s.key, company_id: s.id, environment: 'Sandbox', webhook_secret: 'ws_pasted_from_elsewhere', base_url: sandboxApiBaseUrl(sandbox.url, 'sandbox') });
+    expect(mk.status, mk.text).toBe(201);
+    const twin = mk.body.data.id as string;
+    const bad = await doctor(twin);
+    // The receiver answered 2xx (the first connection's secret verified the delivery): that alone no longer passes.
+    expect(check(bad, 'webhook_round_trip')).toMatchObject({ status: 'fail', message: expect.stringMatching(/another connection of company/), fix: expect.stringMatching(/secret/) });
+    expect(check(bad, 'clock_skew').status).toBe('pass');
+    expect(check(await doctor(s.connectionId), 'webhook_round_trip').status).toBe('pass');
+    expect((await team.api.patch(`/v1/extpay-connections/${twin}`, { webhook_secret: s.secret })).status).toBe(200);
+    expect(check(await doctor(twin), 'webhook_round_trip')).toMatchObject({ status: 'pass' });
   });
 
   it('no secret saved: the round trip fails with the fix', async () => {
@@ -190,12 +236,52 @@ describe('POST /v1/extpay-connections/{id}/doctor', () => {
     expect(report.status).toBe('warn');
   });
 
-  it('a pinned Api-Version-Date the provider does not know fails api_version; clearing the pin passes', async () => {
+  it('a pinned Api-Version-Date the provider does not know fails api_version, and what it hides is "not checked"; clearing the pin passes', async () => {
     const s = await setup({ connection: { api_version_date: '2024-02-30' } });
-    expect(check(await doctor(s.connectionId), 'api_version').status).toBe('fail');
+    const bad = await doctor(s.connectionId);
+    expect(check(bad, 'api_version').status).toBe('fail');
+    // Every probe was refused for the version before the company or a permission was looked at.
+    for (const name of ['company_matches_key', 'permissions']) expect(check(bad, name), name).toMatchObject({ status: 'warn', message: expect.stringMatching(/^Not checked: .*Api-Version-Date/) });
     const cleared = await team.api.patch(`/v1/extpay-connections/${s.connectionId}`, { api_version_date: null });
     expect(cleared.body.data.api_version_date).toBe('2026-07-01');
-    expect(check(await doctor(s.connectionId), 'api_version').status).toBe('pass');
+    const good = await doctor(s.connectionId);
+    for (const name of ['api_version', 'company_matches_key', 'permissions']) expect(check(good, name).status, name).toBe('pass');
+  });
+
+  it('every permission the integration uses, missing alone, is named in details.missing', async () => {
+    const all = [...new Set(Object.values(EXTPAY_INTEGRATION_PERMISSIONS).flat())];
+    expect(all).toHaveLength(14);
+    for (const lacking of all) {
+      const s = await setup();
+      await company('sandbox', { company_id: s.id, api_keys: [{ key: s.key, permissions: EXTPAY_PERMISSIONS.filter((p) => p !== lacking) }] });
+      const perms = check(await doctor(s.connectionId), 'permissions');
+      expect(perms, lacking).toMatchObject({ status: lacking === 'developer:manage_webhook' ? 'warn' : 'fail', details: { missing: [lacking] } });
+      expect(perms.fix, lacking).toContain(lacking);
+    }
+  });
+
+  it('the webhook address is the configured one, never the Host the doctor request names (no PUBLIC_BASE_URL)', async () => {
+    const bare = await startTestApp();
+    try {
+      const t = await bare.newTeam();
+      const s = await setup();
+      const made = await t.api.post('/v1/extpay-connections', { name: 'host', api_key: s.key, company_id: s.id, environment: 'Sandbox', webhook_secret: s.secret, base_url: sandboxApiBaseUrl(sandbox.url, 'sandbox') });
+      expect(made.status, made.text).toBe(201);
+      const { port } = new URL(bare.url);
+      const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: `/v1/extpay-connections/${made.body.data.id}/doctor`, headers: { host: 'attacker.example:8080', authorization: `Bearer ${t.token}`, 'content-type': 'application/json' } }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        });
+        req.on('error', reject).end('{}');
+      });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      // The company's webhook points at the proxied app, not at this install's configured address (HOST:PORT, :0 under the harness).
+      expect(check(answer.body.data, 'webhook_url')).toMatchObject({ status: 'fail', details: { expected: extpayWebhookUrl(bare.ctx.config) } });
+      expect(JSON.stringify(answer.body.data)).not.toContain('attacker.example');
+    } finally {
+      await bare.close();
+    }
   });
 
   it("is another team's 404 and needs connections:manage", async () => {

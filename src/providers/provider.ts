@@ -157,6 +157,12 @@ export interface DiagnoseContext {
   webhookUrl: string;
   /** The record's test mode (card gateways) or environment (`sandbox` is test mode). */
   testMode: boolean;
+  /**
+   * Whether this install's receiver verified a delivery of this event id with THIS account's saved
+   * secret and recorded it for this account (a 2xx alone may come from another account of the same
+   * provider company whose secret verified). Absent: the round trip is judged by the 2xx.
+   */
+  recordedDelivery?(eventId: string): Promise<boolean>;
 }
 
 export interface PaymentProvider<Account> {

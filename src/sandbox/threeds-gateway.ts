@@ -55,7 +55,8 @@ const PAYMENT_MOVES = {
 
 export type ThreeDsResult = 'not_required' | 'frictionless' | 'challenge_required' | 'authenticated' | 'failed' | 'abandoned';
 
-export type EventType = 'PAYMENT_SUCCEEDED' | 'PAYMENT_FAILED' | 'PAYMENT_UNDER_REVIEW';
+export const EVENT_TYPES = ['PAYMENT_SUCCEEDED', 'PAYMENT_FAILED', 'PAYMENT_UNDER_REVIEW'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
 
 const DECLINE_TEXT = {
   missing_customer_details: 'billing email, first name and last name must be present',
@@ -149,6 +150,12 @@ interface Account {
   webhookSecret: string | null;
   retryDelaysMs: number[];
   reviewMs: number | null;
+  /** The kinds the account's webhook sends; an event of another kind is recorded, never delivered. */
+  webhookEvents: Set<EventType>;
+  /** Added to the account's signing clock (`t=` of the signature, `signed_at`, `created`): a gateway whose clock is off. */
+  clockSkewSeconds: number;
+  /** The key was revoked: every API call with it answers 401. */
+  apiKeyRevoked: boolean;
   payments: Payment[];
   refunds: Refund[];
   methods: Map<string, SavedMethod>;
@@ -167,6 +174,9 @@ export interface AccountSettings {
   webhook_secret?: string | null;
   webhook_retry_delays_ms?: number[];
   review_ms?: number | null;
+  webhook_events?: EventType[];
+  clock_skew_seconds?: number;
+  api_key_revoked?: boolean;
 }
 
 export interface ThreeDsSandboxGatewayOptions {
@@ -233,6 +243,9 @@ export const AccountSettingsBody = z
     webhook_secret: z.string().min(1).max(500).nullable().optional(),
     webhook_retry_delays_ms: z.array(z.number().int().min(0).max(3_600_000)).min(1).max(20).optional(),
     review_ms: z.number().int().min(0).max(86_400_000).nullable().optional(),
+    webhook_events: z.array(z.enum(EVENT_TYPES)).max(EVENT_TYPES.length).optional(),
+    clock_skew_seconds: z.number().int().min(-86_400).max(86_400).optional(),
+    api_key_revoked: z.boolean().optional(),
   })
   .strict();
 
@@ -279,6 +292,7 @@ export class ThreeDsSandboxGateway {
     if (!m) return error(401, 'authentication_error', 'missing_api_key', 'Send your API key as Authorization: Bearer <api_key>.');
     const key = m[1]!;
     if (!key.startsWith('sk_test_') || key.length > 200) return error(401, 'authentication_error', 'invalid_api_key', 'Invalid API key: the sandbox accepts only test keys (sk_test_…).');
+    if (this.accounts.get(key)?.apiKeyRevoked) return error(401, 'authentication_error', 'api_key_revoked', 'This API key was revoked.');
     return { apiKey: key };
   }
 
@@ -291,6 +305,9 @@ export class ThreeDsSandboxGateway {
         webhookSecret: null,
         retryDelaysMs: [...DEFAULT_WEBHOOK_RETRY_DELAYS_MS],
         reviewMs: DEFAULT_REVIEW_MS,
+        webhookEvents: new Set(EVENT_TYPES),
+        clockSkewSeconds: 0,
+        apiKeyRevoked: false,
         payments: [],
         refunds: [],
         methods: new Map(),
@@ -308,6 +325,9 @@ export class ThreeDsSandboxGateway {
     if (s.webhook_secret !== undefined) a.webhookSecret = s.webhook_secret;
     if (s.webhook_retry_delays_ms !== undefined) a.retryDelaysMs = [...s.webhook_retry_delays_ms];
     if (s.review_ms !== undefined) a.reviewMs = s.review_ms;
+    if (s.webhook_events !== undefined) a.webhookEvents = new Set(s.webhook_events);
+    if (s.clock_skew_seconds !== undefined) a.clockSkewSeconds = s.clock_skew_seconds;
+    if (s.api_key_revoked !== undefined) a.apiKeyRevoked = s.api_key_revoked;
     return this.accountView(a);
   }
 
@@ -319,6 +339,9 @@ export class ThreeDsSandboxGateway {
       webhook_secret_set: a.webhookSecret !== null,
       webhook_retry_delays_ms: a.retryDelaysMs,
       review_ms: a.reviewMs,
+      webhook_events: [...a.webhookEvents],
+      clock_skew_seconds: a.clockSkewSeconds,
+      api_key_revoked: a.apiKeyRevoked,
     };
   }
 
@@ -620,7 +643,7 @@ export class ThreeDsSandboxGateway {
   /** `GET /v1/webhook_endpoints` (a sandbox extension the connection doctor reads): where the account's events go. */
   webhookEndpoints(apiKey: string): Answer {
     const a = this.account(apiKey);
-    const data = a.webhookUrl ? [{ id: 'we_default', url: a.webhookUrl, enabled: true, events: ['PAYMENT_SUCCEEDED', 'PAYMENT_FAILED', 'PAYMENT_UNDER_REVIEW'], secret_set: a.webhookSecret !== null }] : [];
+    const data = a.webhookUrl ? [{ id: 'we_default', url: a.webhookUrl, enabled: true, events: [...a.webhookEvents], secret_set: a.webhookSecret !== null }] : [];
     return { status: 200, body: { object: 'list', data } };
   }
 
@@ -628,14 +651,14 @@ export class ThreeDsSandboxGateway {
   async testWebhook(apiKey: string): Promise<Answer> {
     const a = this.account(apiKey);
     if (!a.webhookUrl) return error(409, 'invalid_request_error', 'no_webhook_url', 'The account has no webhook_url.');
-    const body = JSON.stringify({ id: `evt_${randomToken(24)}`, type: 'WEBHOOK_TEST', created: now(), data: {} });
-    const signedAt = now();
+    const signedAt = now() + a.clockSkewSeconds;
+    const body = JSON.stringify({ id: `evt_${randomToken(24)}`, type: 'WEBHOOK_TEST', created: signedAt, data: {} });
     let statusCode: number | null = null;
     let text: string | null = null;
     try {
       const res = await fetch(a.webhookUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(a.webhookSecret ? { [SIGNATURE_HEADER]: this.sign(a.webhookSecret, body) } : {}) },
+        headers: { 'content-type': 'application/json', ...(a.webhookSecret ? { [SIGNATURE_HEADER]: this.sign(a.webhookSecret, body, signedAt) } : {}) },
         body,
         redirect: 'manual',
         signal: AbortSignal.timeout(DEFAULT_WEBHOOK_TIMEOUT_MS),
@@ -700,20 +723,19 @@ export class ThreeDsSandboxGateway {
     return { id: e.id, type: e.type, payment_id: e.paymentId, created: e.created, delivered: e.delivered, attempts: e.attempts };
   }
 
-  /** Records the event and, when the account has a webhook URL, delivers it on the retry schedule. */
+  /** Records the event and, when the account has a webhook URL subscribed to its kind, delivers it on the retry schedule. */
   private emit(acct: Account, type: EventType, p: Payment): void {
     const id = `evt_${randomToken(24)}`;
-    const created = now();
+    const created = now() + acct.clockSkewSeconds;
     const body = JSON.stringify({ id, type, created, data: { payment: this.paymentView(p) } });
     const e: WebhookEvent = { id, apiKey: acct.apiKey, type, paymentId: p.id, created, body, attempts: [], delivered: false };
     acct.events.push(e);
     this.events.set(id, e);
-    if (acct.webhookUrl) this.sender.deliver(this.target(acct, e), e);
+    if (acct.webhookUrl && acct.webhookEvents.has(type)) this.sender.deliver(this.target(acct, e), e);
   }
 
-  /** Signs with a fresh timestamp: `t=<unix>,v1=hex(HMAC-SHA256(secret, "<t>.<body>"))`. */
-  private sign(secret: string, body: string): string {
-    const t = now();
+  /** Signs at `t` (the account's clock): `t=<unix>,v1=hex(HMAC-SHA256(secret, "<t>.<body>"))`. */
+  private sign(secret: string, body: string, t: number): string {
     return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
   }
 
@@ -723,7 +745,7 @@ export class ThreeDsSandboxGateway {
       url: () => acct.webhookUrl,
       retryDelaysMs: () => acct.retryDelaysMs,
       // An account without a secret gets unsigned deliveries, which a receiver must refuse.
-      headers: (): Record<string, string> => (acct.webhookSecret ? { [SIGNATURE_HEADER]: this.sign(acct.webhookSecret, e.body) } : {}),
+      headers: (): Record<string, string> => (acct.webhookSecret ? { [SIGNATURE_HEADER]: this.sign(acct.webhookSecret, e.body, now() + acct.clockSkewSeconds) } : {}),
     };
   }
 }

@@ -8,6 +8,7 @@ import { ConnectionTest, DeletedExtpayConnection, ExtpayConnection } from './sch
 import { extpayAdapter } from '../../providers/extpay/adapter.ts';
 import { extpayProvider } from '../../providers/extpay/provider.ts';
 import { ConnectionDoctor } from './doctor.ts';
+import { extpayWebhookUrl } from '../../app/seed.ts';
 
 const Params = z.object({ id: Id('xc') }).strict();
 const Secret = z.string().trim().min(1).max(500);
@@ -97,7 +98,8 @@ export function registerConnectionRoutes(app: Http, ctx: AppContext): void {
     },
   );
 
-  const doctor = new ConnectionDoctor(connections, extpayProvider(extpayAdapter));
+  // The address the provider's webhook must name, from configuration: a request's Host header cannot aim the test delivery elsewhere.
+  const doctor = new ConnectionDoctor(connections, ctx.services.extpayEvents, extpayProvider(extpayAdapter), extpayWebhookUrl(ctx.config));
   app.post(
     '/v1/extpay-connections/:id/doctor',
     {
@@ -112,8 +114,7 @@ export function registerConnectionRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req) => {
-      const base = ctx.config.publicBaseUrl ?? `${req.protocol}://${req.host}`;
-      const r = await doctor.run(teamOf(req), req.params.id, base);
+      const r = await doctor.run(teamOf(req), req.params.id);
       return ok(r, r.status === 'pass' ? 'Every check passed.' : r.status === 'warn' ? 'Some checks need a look.' : 'Some checks failed: see each fix.');
     },
   );

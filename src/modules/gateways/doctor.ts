@@ -15,12 +15,15 @@ export class GatewayDoctor {
     private readonly providers: CardProviders,
   ) {}
 
-  async run(teamId: string, id: string, baseUrl: string): Promise<DoctorReport> {
+  /** The webhook address checked is the gateway record's `webhook_url` (from configuration), never the request's Host. */
+  async run(teamId: string, id: string): Promise<DoctorReport> {
     const row = await this.store.run((db) => this.gateways.findGateway(db, teamId, id));
     if (!row) throw notFound('Gateway');
     const diagnose = this.providers[row.kind]?.diagnose;
     if (!diagnose) return doctorReport([{ name: 'supported', status: 'warn', message: `No doctor checks exist for ${row.kind} gateways.`, fix: 'Test the gateway with a test card.' }]);
-    const checks = await diagnose(this.gateways.account(row), { webhookUrl: `${baseUrl.replace(/\/+$/, '')}/webhooks/gateways/${row.id}`, testMode: row.test_mode });
+    // NMI sends no webhooks: its record has no webhook_url and its checks do not read one.
+    const webhookUrl = this.gateways.gatewayView(row).webhook_url ?? '';
+    const checks = await diagnose(this.gateways.account(row), { webhookUrl, testMode: row.test_mode });
     return doctorReport(checks);
   }
 }

@@ -89,8 +89,7 @@ export function registerGatewayRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req) => {
-      const base = ctx.config.publicBaseUrl ?? `${req.protocol}://${req.host}`;
-      const r = await doctor.run(teamOf(req), req.params.id, base);
+      const r = await doctor.run(teamOf(req), req.params.id);
       return ok(r, r.status === 'pass' ? 'Every check passed.' : r.status === 'warn' ? 'Some checks need a look.' : 'Some checks failed: see each fix.');
     },
   );

@@ -12,6 +12,9 @@ import type { UseCases } from '../checkout/use-case.ts';
 
 export type InboundResult = 'processed' | 'duplicate' | 'ignored';
 
+/** An extpay event's deduplication source is `extpay:<connection id>`: one connection's record of it. */
+const SOURCE_PREFIX = 'extpay:';
+
 /** What we keep of an inbound event (the dedupe row): never the whole payload, which names the customer. */
 function summary(event: ExtpayWebhookEvent): Record<string, unknown> {
   const subject =
@@ -54,9 +57,15 @@ export class ExtpayEventsService {
     private readonly inbound: InboundService,
   ) {}
 
+  /** The team's connections that verified and recorded a delivery of this event id (the doctor's round trip). */
+  async recordedBy(teamId: string, eventId: string): Promise<string[]> {
+    const sources = await this.store.run((db) => this.inbound.sourcesOf(db, teamId, SOURCE_PREFIX, eventId));
+    return sources.map((s) => s.slice(SOURCE_PREFIX.length));
+  }
+
   async apply(conn: Row<'extpay_connections'>, event: ExtpayWebhookEvent): Promise<InboundResult> {
     const teamId = conn.team_id;
-    const source = `extpay:${conn.id}`;
+    const source = `${SOURCE_PREFIX}${conn.id}`;
     if (await this.store.run((db) => this.inbound.inboundSeen(db, source, event.id))) return 'duplicate';
     let fresh = false;
     const guard = async (trx: Tx) => (fresh = await this.inbound.recordInbound(trx, source, event.id, teamId, event.rawType, summary(event)));

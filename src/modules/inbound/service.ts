@@ -9,6 +9,11 @@ export class InboundService {
     return repo.insertInbound(trx, { id: newId('inboundWebhook'), source, event_id: eventId, team_id: teamId, type, payload: JSON.stringify(payload) });
   }
 
+  /** The team's sources (starting `prefix`) that recorded an event id. */
+  sourcesOf(db: Executor, teamId: string, prefix: string, eventId: string): Promise<string[]> {
+    return repo.inboundSourcesOf(db, teamId, prefix, eventId);
+  }
+
   /** Whether an inbound event was already applied (a cheap early answer; the effect's own transaction decides). */
   inboundSeen(db: Executor, source: string, eventId: string): Promise<boolean> {
     return repo.inboundSeen(db, source, eventId);

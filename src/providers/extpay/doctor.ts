@@ -24,6 +24,7 @@ const fail = (name: string, message: string, fix: string, details?: Record<strin
 const WireHook = z.object({ id: z.string(), url: z.string(), enabled: z.boolean().nullish(), events: z.array(z.string()).nullish() });
 const WireHooks = z.object({ data: z.array(WireHook) });
 const WireTestDelivery = z.object({
+  event_id: z.string().nullish(),
   webhook_timestamp: z.number().nullish(),
   status_code: z.number().nullish(),
   response_body: z.string().nullish(),
@@ -64,6 +65,32 @@ function readReceiver(statusCode: number | null | undefined, body: string | null
   if (/webhook_secret_missing/.test(text)) return { ok: false, why: 'no_secret', text: 'This install has no webhook secret saved for the connection.' };
   if (statusCode === 404) return { ok: false, why: 'no_connection', text: `${url} answered 404: no connection of this install matched the delivery (its company), or the URL is not this install's.` };
   return { ok: false, why: 'other', text: `${url} answered HTTP ${statusCode}.` };
+}
+
+/**
+ * A test delivery the receiver answered 2xx: it verified with the saved secret of SOME connection of
+ * the delivery's company. It passes only if this connection verified and recorded it; otherwise another
+ * connection of the same company (another team's, or a twin) took it, and this one's secret is wrong.
+ */
+async function verifiedHere(conn: ExtpayConnection, ctx: DiagnoseContext, eventId: string | null, signer: 'provider' | 'here', dashboard: string): Promise<DoctorCheck> {
+  const secretFix = `Paste the secret of this ${conn.environment} webhook (${conn.environment === 'sandbox' ? 'ws_…' : 'whsec_…'}) from ${dashboard} into this connection.`;
+  if (eventId && ctx.recordedDelivery && !(await ctx.recordedDelivery(eventId)))
+    return fail(
+      'webhook_round_trip',
+      `The test delivery was accepted by this install, but verified with the secret of another connection of company ${conn.companyId}, not with this connection's saved secret: this connection's deliveries are not verified with it.`,
+      secretFix,
+      { event_id: eventId },
+    );
+  const confirmed = Boolean(eventId && ctx.recordedDelivery);
+  if (signer === 'here')
+    return warn(
+      'webhook_round_trip',
+      "A test event signed here with the saved secret reached this install's receiver; the provider has no test-delivery API, so whether it signs with the same secret is not proven.",
+      `Send a test from ${dashboard} → Webhooks and watch for it in the log.`,
+    );
+  return confirmed
+    ? pass('webhook_round_trip', 'A test delivery signed by the provider reached this install and verified with the saved secret.', { event_id: eventId })
+    : warn('webhook_round_trip', "A test delivery signed by the provider reached this install and was accepted, but the provider did not name the event, so which connection's secret verified it is not known.", secretFix);
 }
 
 export async function diagnoseExtpay(adapter: ExtpayProviderAdapter, conn: ExtpayConnection, ctx: DiagnoseContext, opts: { fetch?: typeof fetch } = {}): Promise<DoctorCheck[]> {
@@ -109,10 +136,15 @@ export async function diagnoseExtpay(adapter: ExtpayProviderAdapter, conn: Extpa
     return checks;
   }
   const companyRefused = providerCode(read) === 'company_forbidden' || (httpStatus(read) === 403 && missingPermissionsOf(read.ok ? '' : read.error.message).length === 0);
+  // A refused version refuses every probe before the company or a permission is looked at: nothing below was checked.
+  const notChecked = versionRefused ? `Not checked: the provider refused the pinned Api-Version-Date (${conn.apiVersionDate ?? 'default'}) before looking at it.` : null;
+  const fixVersionFirst = 'Fix api_version first, then run the doctor again.';
   checks.push(
-    companyRefused
-      ? fail('company_matches_key', `The key does not belong to company ${conn.companyId}.`, `Copy the company ID (biz_…) shown next to the key in ${dashboard}, or use that company's key.`)
-      : pass('company_matches_key', `The key belongs to company ${conn.companyId}.`),
+    notChecked
+      ? warn('company_matches_key', notChecked, fixVersionFirst)
+      : companyRefused
+        ? fail('company_matches_key', `The key does not belong to company ${conn.companyId}.`, `Copy the company ID (biz_…) shown next to the key in ${dashboard}, or use that company's key.`)
+        : pass('company_matches_key', `The key belongs to company ${conn.companyId}.`),
   );
 
   // ---- permissions: each probe is refused (403, naming what is missing) or passes the permission check and stops at validation or a missing id
@@ -143,11 +175,13 @@ export async function diagnoseExtpay(adapter: ExtpayProviderAdapter, conn: Extpa
   const lacks = `The key lacks ${[...missing].join(', ')} (needed to ${uses.join('; ')}).`;
   const grant = `In ${dashboard}, edit the key and grant ${[...missing].join(', ')}.`;
   checks.push(
-    payments.length > 0
-      ? fail('permissions', lacks, grant, { missing: [...missing] })
-      : missing.size > 0
-        ? warn('permissions', lacks, grant, { missing: [...missing] })
-        : pass('permissions', 'The key has every permission the integration uses.', { checked: [...new Set(Object.values(EXTPAY_INTEGRATION_PERMISSIONS).flat())] }),
+    notChecked
+      ? warn('permissions', notChecked, fixVersionFirst)
+      : payments.length > 0
+        ? fail('permissions', lacks, grant, { missing: [...missing] })
+        : missing.size > 0
+          ? warn('permissions', lacks, grant, { missing: [...missing] })
+          : pass('permissions', 'The key has every permission the integration uses.', { checked: [...new Set(Object.values(EXTPAY_INTEGRATION_PERMISSIONS).flat())] }),
   );
 
   // ---- the provider's webhook: where it points, what it subscribes to
@@ -191,7 +225,7 @@ export async function diagnoseExtpay(adapter: ExtpayProviderAdapter, conn: Extpa
     const d = delivery.data;
     const skew = typeof d.webhook_timestamp === 'number' ? d.webhook_timestamp - Math.floor(Date.now() / 1000) : null;
     const answer = readReceiver(d.status_code, d.response_body, d.error, ctx.webhookUrl);
-    if (answer.ok) checks.push(pass('webhook_round_trip', 'A test delivery signed by the provider reached this install and verified with the saved secret.'));
+    if (answer.ok) checks.push(await verifiedHere(conn, ctx, d.event_id ?? null, 'provider', dashboard));
     else if (answer.why === 'secret')
       checks.push(fail('webhook_round_trip', `${answer.text} The provider signs with another secret.`, `Paste the secret of this ${env} webhook (${env === 'sandbox' ? 'ws_…' : 'whsec_…'}) from ${dashboard}; a secret from the other environment, or from another webhook, never verifies.`));
     else if (answer.why === 'clock') checks.push(fail('webhook_round_trip', answer.text, 'Fix the clock (see clock_skew).'));
@@ -233,7 +267,7 @@ export async function diagnoseExtpay(adapter: ExtpayProviderAdapter, conn: Extpa
   const answer = readReceiver(status, text, err, ctx.webhookUrl);
   checks.push(
     answer.ok
-      ? warn('webhook_round_trip', "A test event signed here with the saved secret reached this install's receiver; the provider has no test-delivery API, so whether it signs with the same secret is not proven.", `Send a test from ${dashboard} → Webhooks and watch for it in the log.`)
+      ? await verifiedHere(conn, ctx, id, 'here', dashboard)
       : fail('webhook_round_trip', answer.text, `Make sure ${ctx.webhookUrl} reaches this install (PUBLIC_BASE_URL, proxies, firewalls).`),
   );
   checks.push(warn('clock_skew', "Not measured: only the provider's own deliveries carry its clock.", 'Keep this server on NTP.'));
