@@ -61,6 +61,25 @@ describe('the connection test against Whop’s documented permissions', () => {
     expect(await connectionTest({ api_key: full, company_id: 'biz_permall' })).toMatchObject({ status: 'connected', missing_permissions: [] });
   });
 
+  it('a working key without payment:basic:read: cannot_create_checkouts naming it, not failed_to_authenticate', async () => {
+    const key = `key_noread_${Date.now()}`;
+    await company('sandbox', { company_id: 'biz_noread', api_keys: [{ key, permissions: EXTPAY_PERMISSIONS.filter((p) => p !== 'payment:basic:read') }] });
+    const r = await connectionTest({ api_key: key, company_id: 'biz_noread' });
+    expect(r).toMatchObject({ status: 'cannot_create_checkouts', missing_permissions: ['payment:basic:read'] });
+    expect(r.message).toContain('payment:basic:read');
+    // Another company's id with a working key is still the spec's "wrong company ID".
+    expect(await connectionTest({ api_key: key, company_id: 'biz_notthisone' })).toMatchObject({ status: 'failed_to_authenticate' });
+  });
+
+  it('an Api-Version-Date the provider does not know: failed_to_authenticate that says so', async () => {
+    const key = `key_badpin_${Date.now()}`;
+    await company('sandbox', { company_id: 'biz_badpin', api_keys: [{ key }] });
+    const r = await connectionTest({ api_key: key, company_id: 'biz_badpin', api_version_date: '2031-01-01' });
+    expect(r).toMatchObject({ status: 'failed_to_authenticate', missing_permissions: [] });
+    expect(r.message).toMatch(/Api-Version-Date \(2031-01-01\)/);
+    expect(r.message).toMatch(/api_version_date/);
+  });
+
   it('a production key on a sandbox connection: failed_to_authenticate', async () => {
     const prod = `key_production_${Date.now()}`;
     await company('production', { company_id: 'biz_prodonly', api_keys: [{ key: prod }] });

@@ -148,7 +148,14 @@ export class ConnectionsService {
     const r = await this.adapter.testConnection(this.connection(row));
     if (r.kind === 'error') throw new ApiError('gateway_unavailable', `The provider could not be asked: ${r.message}`);
     const missing = r.kind === 'cannot_create_checkouts' ? r.missing : [];
-    const message = missing.length > 0 ? `Connected, but the key cannot create checkouts: it lacks ${missing.join(', ')}.` : TEST_MESSAGES[r.kind];
+    const message =
+      r.kind === 'cannot_create_checkouts' && missing.length > 0
+        ? r.exact
+          ? `Connected, but the key cannot create checkouts: it lacks ${missing.join(', ')}.`
+          : `Connected, but the key cannot create checkouts: the provider refused without naming the permission; it lacks one or more of ${missing.join(', ')}.`
+        : r.kind === 'failed_to_authenticate' && r.cause === 'api_version'
+          ? `Failed: the provider refused the pinned Api-Version-Date (${row.api_version_date ?? 'default'}) before checking the key: ${r.message} Clear the connection's api_version_date, or pin a version the provider lists.`
+          : TEST_MESSAGES[r.kind];
     return { status: r.kind, result: r.kind, message, missing_permissions: missing };
   }
 

@@ -98,3 +98,36 @@ describe('findRefundByAttempt', () => {
     expect(await whop(() => [200, page([{ id: 'rfnd_1', status: 'weird' }])]).adapter.findRefundByAttempt(conn, { paymentId: 'pay_1', createdAfter: '2026-01-02T10:00:00.000Z' })).toMatchObject({ kind: 'error', code: 'bad_response' });
   });
 });
+
+describe('testConnection: the spec’s three outcomes whatever the provider’s wording', () => {
+  const five = ['checkout_configuration:create', 'plan:create', 'access_pass:create', 'access_pass:update', 'checkout_configuration:basic:read'];
+
+  it('a checkout 403 that names no permission (another wording) is cannot_create_checkouts with all five as candidates', async () => {
+    const { adapter } = whop((path) => (path.startsWith('/payments?') ? [200, page([])] : [403, { error: { type: 'forbidden', message: 'Access denied for this resource' } }]));
+    expect(await adapter.testConnection(conn)).toEqual({ kind: 'cannot_create_checkouts', message: 'Access denied for this resource', missing: five, exact: false });
+    const plain = whop((path) => (path.startsWith('/payments?') ? [200, page([])] : [403, { message: 'Forbidden' }]));
+    expect(await plain.adapter.testConnection(conn)).toMatchObject({ kind: 'cannot_create_checkouts', missing: five, exact: false });
+  });
+
+  it('Whop’s wording names exactly what is missing', async () => {
+    const { adapter } = whop((path) => (path.startsWith('/payments?') ? [200, page([])] : [403, { error: { message: 'This API key is missing the permissions: plan:create, access_pass:update.' } }]));
+    expect(await adapter.testConnection(conn)).toMatchObject({ kind: 'cannot_create_checkouts', missing: ['plan:create', 'access_pass:update'], exact: true });
+  });
+
+  it('a working key without payment:basic:read: cannot_create_checkouts naming it (and any checkout permission the probe finds missing)', async () => {
+    const readRefused = [403, { error: { code: 'missing_permissions', message: 'This API key is missing the permissions: payment:basic:read.' } }] as [number, unknown];
+    const valid = whop((path) => (path.startsWith('/payments?') ? readRefused : [422, { error: { message: 'currency is required' } }]));
+    expect(await valid.adapter.testConnection(conn)).toMatchObject({ kind: 'cannot_create_checkouts', missing: ['payment:basic:read'], exact: true });
+    const both = whop((path) => (path.startsWith('/payments?') ? readRefused : [403, { error: { message: 'This API key is missing the permissions: plan:create.' } }]));
+    expect(await both.adapter.testConnection(conn)).toMatchObject({ kind: 'cannot_create_checkouts', missing: ['payment:basic:read', 'plan:create'] });
+  });
+
+  it('an unknown pinned version is failed_to_authenticate with its cause; another company or a bad key stays failed_to_authenticate', async () => {
+    const version = whop(() => [400, { error: { code: 'api_version_invalid', message: "Unknown Api-Version-Date '2031-01-01'." } }]);
+    expect(await version.adapter.testConnection(conn)).toEqual({ kind: 'failed_to_authenticate', message: "Unknown Api-Version-Date '2031-01-01'.", cause: 'api_version' });
+    expect(version.calls).toHaveLength(1);
+    expect(await whop(() => [403, { error: { code: 'company_forbidden', message: 'You are not authorized to access this company.' } }]).adapter.testConnection(conn)).toMatchObject({ kind: 'failed_to_authenticate' });
+    expect(await whop(() => [403, { error: { message: 'Forbidden' } }]).adapter.testConnection(conn)).toMatchObject({ kind: 'failed_to_authenticate' });
+    expect(await whop(() => [401, { error: { message: 'bad key' } }]).adapter.testConnection(conn)).toMatchObject({ kind: 'failed_to_authenticate' });
+  });
+});

@@ -28,7 +28,7 @@ import type {
   ExtpayVoidResult,
   ExtpayProbe,
 } from './types.ts';
-import { EXTPAY_API_VERSION_DATE, accountScoped } from './types.ts';
+import { EXTPAY_API_VERSION_DATE, EXTPAY_CHECKOUT_PERMISSIONS, accountScoped } from './types.ts';
 import {
   WireCheckoutConfiguration,
   WireDispute,
@@ -133,24 +133,37 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
    * company proves the key and the company id belong together in this environment; (2) a checkout
    * configuration whose inline plan lacks its currency proves the key may create checkouts — a key
    * without the permission is refused (401/403), one with it gets a validation error (400/422).
+   *
+   * Within the spec's three outcomes: a read refused for a named permission (a working key without
+   * `payment:basic:read`) is `cannot_create_checkouts` naming it, after the checkout probe adds any
+   * more; a refused Api-Version-Date is `failed_to_authenticate` with `cause: 'api_version'`; any other
+   * 4xx on the read (401, another company's key) is `failed_to_authenticate`. A 403 on the checkout
+   * probe that names no permission (wording not Whop's or the sandbox's) lists all five, `exact: false`.
    */
   async testConnection(conn: ExtpayConnection): Promise<ExtpayConnectionTest> {
     requireConnection(conn);
     if (!conn.companyId.startsWith('biz_')) return { kind: 'failed_to_authenticate', message: 'The company id must start with biz_.' };
     const read = await this.exchange(conn, 'GET', `/payments?${new URLSearchParams({ [accountParam(conn)]: conn.companyId, first: '1' })}`, null, null);
+    let readMissing: string[] = [];
     if (!read.ok) {
       const e = read.error;
-      if (e.httpStatus !== null && e.httpStatus >= 400 && e.httpStatus < 500 && e.httpStatus !== 409 && e.httpStatus !== 429)
-        return { kind: 'failed_to_authenticate', message: e.message };
-      return e;
+      if (e.providerCode === 'api_version_invalid') return { kind: 'failed_to_authenticate', message: e.message, cause: 'api_version' };
+      if (e.httpStatus === 403 && e.providerCode !== 'company_forbidden') readMissing = missingPermissionsOf(e.message);
+      if (readMissing.length === 0) {
+        if (e.httpStatus !== null && e.httpStatus >= 400 && e.httpStatus < 500 && e.httpStatus !== 409 && e.httpStatus !== 429) return { kind: 'failed_to_authenticate', message: e.message };
+        return e;
+      }
     }
     const probeBody = accountScoped(conn) ? { company_id: conn.companyId, plan: {} } : { plan: { company_id: conn.companyId } };
     const probe = await this.exchange(conn, 'POST', '/checkout_configurations', probeBody, null);
-    if (probe.ok) return { kind: 'connected' };
-    const e = probe.error;
-    if (e.httpStatus === 401 || e.httpStatus === 403) return { kind: 'cannot_create_checkouts', message: e.message, missing: missingPermissionsOf(e.message) };
-    if (e.httpStatus === 400 || e.httpStatus === 422) return { kind: 'connected' };
-    return e;
+    const refused = !probe.ok && (probe.error.httpStatus === 401 || probe.error.httpStatus === 403);
+    if (!probe.ok && !refused && probe.error.httpStatus !== 400 && probe.error.httpStatus !== 422) return probe.error;
+    const named = refused ? missingPermissionsOf(probe.error.message) : [];
+    const checkoutMissing = refused ? (named.length > 0 ? named : [...EXTPAY_CHECKOUT_PERMISSIONS]) : [];
+    const missing = [...new Set([...readMissing, ...checkoutMissing])];
+    if (missing.length === 0) return { kind: 'connected' };
+    const message = refused ? probe.error.message : !read.ok ? read.error.message : '';
+    return { kind: 'cannot_create_checkouts', message, missing, exact: !refused || named.length > 0 };
   }
 
   async createCheckout(conn: ExtpayConnection, req: ExtpayCheckoutRequest): Promise<ExtpayCheckoutResult> {

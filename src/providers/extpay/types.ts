@@ -320,10 +320,14 @@ export * from './types-lifecycle.ts';
 
 export type ExtpayConnectionTest =
   | { kind: 'connected' }
-  /** The key authenticates for the company but lacks the checkout permissions (`missing`: Whop's names, when it said). */
-  | { kind: 'cannot_create_checkouts'; message: string; missing: string[] }
-  /** Wrong key, wrong company id, or the other environment's credentials. */
-  | { kind: 'failed_to_authenticate'; message: string }
+  /**
+   * The key authenticates for the company but lacks permissions checkouts need: the five checkout
+   * ones, or `payment:basic:read` (without it no checkout's payment can be confirmed). `exact`: the
+   * provider named them; false when its 403 did not say which, and `missing` lists every candidate.
+   */
+  | { kind: 'cannot_create_checkouts'; message: string; missing: string[]; exact: boolean }
+  /** Wrong key, wrong company id, or the other environment's credentials; `cause: 'api_version'` when the provider refused the pinned Api-Version-Date before looking at the key. */
+  | { kind: 'failed_to_authenticate'; message: string; cause?: 'api_version' }
   /** The provider could not be asked (network, 5xx): nothing is known. */
   | ExtpayError;
 
