@@ -241,6 +241,8 @@ export interface CustomerNotesTable {
   id: string;
   team_id: string;
   customer_id: string;
+  /** The order the note is about (an order note is also a note of the order's customer). */
+  order_id: ColumnType<string | null, string | null | undefined, string | null>;
   body: string;
   author: string;
   created_at: Timestamp;

@@ -50,10 +50,11 @@ export async function insertNote(db: Executor, row: NewRow<'customer_notes'>): P
 export async function listNotes(
   db: Executor,
   teamId: string,
-  customerId: string,
+  of: { customerId: string } | { orderId: string },
   opts: { limit: number; afterSeq: number | null; createdGte?: Date | undefined; createdLte?: Date | undefined },
 ): Promise<Row<'customer_notes'>[]> {
-  let q = db.selectFrom('customer_notes').selectAll().where('team_id', '=', teamId).where('customer_id', '=', customerId);
+  let q = db.selectFrom('customer_notes').selectAll().where('team_id', '=', teamId);
+  q = 'orderId' in of ? q.where('order_id', '=', of.orderId) : q.where('customer_id', '=', of.customerId);
   if (opts.afterSeq !== null) q = q.where('seq', '<', opts.afterSeq);
   if (opts.createdGte) q = q.where('created_at', '>=', opts.createdGte);
   if (opts.createdLte) q = q.where('created_at', '<=', opts.createdLte);
@@ -89,4 +90,35 @@ export async function listCustomers(db: Executor, teamId: string, f: CustomerSea
   if (f.createdGte) q = q.where('created_at', '>=', f.createdGte);
   if (f.createdLte) q = q.where('created_at', '<=', f.createdLte);
   return q.orderBy('seq', 'desc').limit(f.limit + 1).execute();
+}
+
+/** `%`, `_` and `\\` match themselves, and the pattern matches what starts with the term. */
+export function startingWith(term: string): string {
+  return `${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * The ids of the team's customers a search box term names, as a subquery (the orders search embeds
+ * it): an e-mail starting with the term (e-mails are stored lower case), or a first or last name
+ * starting with it, case-insensitively; "Ada Lov" is a first name and the start of a last name.
+ * Each branch is a prefix match on an index of migration 0019.
+ */
+export function customerIdsMatching(db: Executor, teamId: string, term: string) {
+  const t = term.trim().toLowerCase().replace(/\s+/g, ' ');
+  const prefix = startingWith(t);
+  const [first, ...rest] = t.split(' ');
+  return db
+    .selectFrom('customers')
+    .select('customers.id')
+    .where('customers.team_id', '=', teamId)
+    .where((eb) =>
+      eb.or([
+        eb('customers.email', 'like', prefix),
+        eb(sql`lower(customers.first_name)`, 'like', prefix),
+        eb(sql`lower(customers.last_name)`, 'like', prefix),
+        ...(rest.length > 0
+          ? [eb.and([eb(sql`lower(customers.first_name)`, '=', first!), eb(sql`lower(customers.last_name)`, 'like', startingWith(rest.join(' ')))])]
+          : []),
+      ]),
+    );
 }

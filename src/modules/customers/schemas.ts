@@ -21,6 +21,7 @@ export const Note = z
     object: z.literal('note'),
     id: z.string(),
     customer_number: z.string(),
+    order_number: z.string().nullable().describe('The order the note is about (written on the order page, or a dispute of that order); null for a note of the customer only'),
     body: z.string(),
     author: z.string().describe('Who wrote it: `token:<id>`, `user:<id>` or `system`'),
     created_at: Timestamp,

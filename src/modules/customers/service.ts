@@ -31,7 +31,15 @@ export function customerView(c: Row<'customers'>) {
 }
 
 export function noteView(n: Row<'customer_notes'>) {
-  return { object: 'note' as const, id: n.id, customer_number: n.customer_id, body: n.body, author: n.author, created_at: n.created_at.toISOString() };
+  return {
+    object: 'note' as const,
+    id: n.id,
+    customer_number: n.customer_id,
+    order_number: n.order_id,
+    body: n.body,
+    author: n.author,
+    created_at: n.created_at.toISOString(),
+  };
 }
 
 export class CustomersService {
@@ -75,9 +83,25 @@ export class CustomersService {
     });
   }
 
-  /** A note written by the system (a dispute, for example), in the caller's transaction. */
-  async addSystemNote(trx: Tx, teamId: string, customerId: string, body: string) {
-    return noteView(await repo.insertNote(trx, { id: newId('note'), team_id: teamId, customer_id: customerId, body, author: 'system' }));
+  /** A note written by the system (a dispute, for example), in the caller's transaction; `orderId` when it is about one order. */
+  async addSystemNote(trx: Tx, teamId: string, customerId: string, body: string, orderId: string | null = null) {
+    return noteView(await repo.insertNote(trx, { id: newId('note'), team_id: teamId, customer_id: customerId, order_id: orderId, body, author: 'system' }));
+  }
+
+  /** A note about one order of the customer (the orders module checked the order), in the caller's transaction. */
+  async addOrderNote(trx: Tx, teamId: string, order: { id: string; customer_id: string }, body: string, author: string) {
+    return noteView(await repo.insertNote(trx, { id: newId('note'), team_id: teamId, customer_id: order.customer_id, order_id: order.id, body, author }));
+  }
+
+  /** The notes about one order, newest first (the orders module checked the order). */
+  async listOrderNotes(db: Executor, teamId: string, orderId: string, q: ListQuery): Promise<Page<ReturnType<typeof noteView>>> {
+    const filter = { createdGte: q.created_gte, createdLte: q.created_lte };
+    return listPage(db, 'customer_notes', teamId, q, (afterSeq) => repo.listNotes(db, teamId, { orderId }, { limit: q.limit, afterSeq, ...filter }), noteView);
+  }
+
+  /** The team's customers a search term names (e-mail, first or last name prefix), as a subquery for the orders search. */
+  idsMatching(db: Executor, teamId: string, term: string) {
+    return repo.customerIdsMatching(db, teamId, term);
   }
 
   async list(teamId: string, q: ListQuery & { email?: string | undefined; name?: string | undefined; phone?: string | undefined }): Promise<Page<ReturnType<typeof customerView>>> {
@@ -92,7 +116,7 @@ export class CustomersService {
       const c = await repo.findCustomer(db, teamId, customerNumber);
       if (!c) throw notFound('Customer');
       const filter = { createdGte: q.created_gte, createdLte: q.created_lte };
-      return listPage(db, 'customer_notes', teamId, q, (afterSeq) => repo.listNotes(db, teamId, c.id, { limit: q.limit, afterSeq, ...filter }), noteView);
+      return listPage(db, 'customer_notes', teamId, q, (afterSeq) => repo.listNotes(db, teamId, { customerId: c.id }, { limit: q.limit, afterSeq, ...filter }), noteView);
     });
   }
 }

@@ -72,6 +72,7 @@ export class ExtpayEffects extends UseCase {
           teamId,
           order.customer_id,
           `${rec.opened ? 'Dispute opened' : 'Dispute updated'} on order ${order.id}: ${d.status.replace(/_/g, ' ')}, reason ${reason}, amount ${d.amount} ${sale.currency}.`,
+          order.id,
         );
         events.push({
           type: rec.opened ? 'dispute.created' : 'dispute.updated',

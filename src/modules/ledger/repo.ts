@@ -255,3 +255,11 @@ export async function findInFlight(db: Executor, teamId: string, orderId: string
 export async function listInFlight(db: Executor, olderThan: Date, limit: number): Promise<Row<'transactions'>[]> {
   return db.selectFrom('transactions').selectAll().where('in_flight', '=', true).where('created_at', '<', olderThan).orderBy('created_at').limit(limit).execute();
 }
+
+/** Subqueries of the orders search (GET /v1/orders?q=): the orders a card ending in `last4` paid or tried to pay, and the saved methods of such a card. */
+export function cardLast4Matches(db: Executor, teamId: string, last4: string) {
+  return {
+    orderIds: db.selectFrom('transactions').select('transactions.order_id').where('transactions.team_id', '=', teamId).where('transactions.card_last4', '=', last4),
+    paymentMethodIds: db.selectFrom('payment_methods').select('payment_methods.id').where('payment_methods.team_id', '=', teamId).where('payment_methods.last4', '=', last4),
+  };
+}

@@ -54,6 +54,11 @@ export class LedgerService {
     return repo.listOrderTransactions(db, teamId, orderId);
   }
 
+  /** The orders search's card last 4 (subqueries the orders repo embeds). */
+  cardLast4Matches(db: Executor, teamId: string, last4: string) {
+    return repo.cardLast4Matches(db, teamId, last4);
+  }
+
   /**
    * Opens a refund or void against an approved sale under the sale's row lock: the pending
    * row counts against the balance at once, so concurrent refunds cannot exceed it.

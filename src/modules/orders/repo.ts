@@ -1,6 +1,18 @@
-import { sql } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
-import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
+import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
+
+/** A subquery of ids another module builds for the orders search (customers, card last 4). */
+type IdSubquery = SelectQueryBuilder<DB, any, Record<string, string>>;
+
+/** What the search box (`q`) matches; an order matches any of the parts given (OR). */
+export interface OrderSearch {
+  /** Order numbers starting with this (an exact number is its own prefix). */
+  orderNumberPrefix?: string | undefined;
+  customerIds?: IdSubquery | undefined;
+  orderIds?: IdSubquery | undefined;
+  paymentMethodIds?: IdSubquery | undefined;
+}
 
 export async function insertOrder(db: Executor, row: NewRow<'orders'>): Promise<Row<'orders'>> {
   return db.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
@@ -101,6 +113,7 @@ export interface OrderFilter {
   createdLte?: Date | undefined;
   affiliateId?: string | undefined;
   isThrottled?: boolean | undefined;
+  search?: OrderSearch | undefined;
   /** An affiliate-scoped caller: only these affiliates' orders, never a throttled one. */
   affiliateScope?: readonly string[] | null;
 }
@@ -131,6 +144,17 @@ export async function listOrders(db: Executor, teamId: string, f: OrderFilter): 
   if (f.createdLte) q = q.where('orders.created_at', '<=', f.createdLte);
   if (f.affiliateId) q = q.where('orders.affiliate_id', '=', f.affiliateId);
   if (f.isThrottled !== undefined) q = q.where('orders.is_throttle', '=', f.isThrottled);
+  if (f.search) {
+    const s = f.search;
+    q = q.where((eb) =>
+      eb.or([
+        ...(s.orderNumberPrefix ? [eb('orders.id', 'like', `${s.orderNumberPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)] : []),
+        ...(s.customerIds ? [eb('orders.customer_id', 'in', s.customerIds)] : []),
+        ...(s.orderIds ? [eb('orders.id', 'in', s.orderIds)] : []),
+        ...(s.paymentMethodIds ? [eb('orders.payment_method_id', 'in', s.paymentMethodIds)] : []),
+      ]),
+    );
+  }
   if (f.affiliateScope) {
     q = q.where('orders.is_throttle', '=', false);
     q = f.affiliateScope.length ? q.where('orders.affiliate_id', 'in', [...f.affiliateScope]) : q.where(sql<boolean>`false`);

@@ -7,8 +7,20 @@ import type { CaptureOutcome, PaymentOutcome, PaymentResult } from './views.ts';
 import { OrderAnswer, OrderDetail, Order, PaymentAnswer, PaymentDeclined, RefundAnswer, UpsellAnswer, UpsellDeclined, VoidAnswer } from './responses.ts';
 import { CreateLeadBody, CreateOrderBody, OrderParams, ProcessPaymentBody, RefundBody, UpsellBody, VoidBody } from './schemas.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './states.ts';
+import { registerOrderDeskRoutes } from './manage-routes.ts';
 
 const OrdersQuery = ListQuery.extend({
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe(
+      'One search box: an order number or its beginning (`ord_…`); exactly 4 digits, the last 4 of a card the order was paid (or tried) with; ' +
+        'anything else, a customer e-mail or a first or last name starting with it, case-insensitively (`ada lov` is a first name and the start of a last name). ' +
+        'Combines with the other filters and the cursor.',
+    ),
   status: z.enum(ORDER_STATUSES).optional(),
   payment_status: z.enum(PAYMENT_STATUSES).optional(),
   campaign_id: Id('cmp').optional(),
@@ -36,6 +48,7 @@ function paymentBody(r: PaymentResult) {
 
 export function registerOrderRoutes(app: Http, ctx: AppContext): void {
   const orders = ctx.services.orders;
+  registerOrderDeskRoutes(app, ctx);
   const { pay, capture, finalize, upsell, reverse } = ctx.services.checkout;
 
   app.post(

@@ -32,6 +32,7 @@ export interface ListOrdersQuery {
   rebill_of?: string | undefined;
   affiliate_id?: string | undefined;
   is_throttled?: boolean | undefined;
+  q?: string | undefined;
 }
 
 import { discountOf, draftLine, type LineDraft, sameAddress, totalsOf } from './pricing.ts';
@@ -368,6 +369,18 @@ export class OrdersService {
     });
   }
 
+  /**
+   * The search box: an order number or its start (`ord_…`); four digits are a card's last 4 (the
+   * order's transactions or its saved payment method); anything else an e-mail or a first or last
+   * name starting with it (case-insensitively).
+   */
+  private search(db: Executor, teamId: string, term: string): repo.OrderSearch {
+    const t = term.trim();
+    if (/^ord_/i.test(t)) return { orderNumberPrefix: `ord_${t.slice(4)}` };
+    if (/^\d{4}$/.test(t)) return this.ledger.cardLast4Matches(db, teamId, t);
+    return { customerIds: this.customers.idsMatching(db, teamId, t) };
+  }
+
   async list(teamId: string, q: ListOrdersQuery, scope: AffiliateScope = null): Promise<Page<OrderView>> {
     return this.store.run(async (db) => {
       const afterSeq = await cursorSeq(db, 'orders', teamId, q.starting_after);
@@ -385,6 +398,7 @@ export class OrdersService {
         rebillOf: q.rebill_of,
         affiliateId: q.affiliate_id,
         isThrottled: q.is_throttled,
+        search: q.q ? this.search(db, teamId, q.q) : undefined,
         affiliateScope: scope,
         createdGte: q.created_gte,
         createdLte: q.created_lte,

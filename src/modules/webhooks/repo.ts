@@ -233,6 +233,21 @@ export async function listDeliveries(
   return q.orderBy('d.seq', 'desc').limit(w.limit + 1).execute();
 }
 
+/** The deliveries, to every endpoint, of the events about one order (`events.order_id`), newest first. */
+export async function listOrderDeliveries(
+  db: Executor,
+  teamId: string,
+  orderId: string,
+  w: ListWindow & { status?: Row<'webhook_deliveries'>['status'] | undefined },
+): Promise<DeliveryWithType[]> {
+  let q = deliveriesWithType(db).where('d.team_id', '=', teamId).where('ev.order_id', '=', orderId);
+  if (w.status) q = q.where('d.status', '=', w.status);
+  if (w.afterSeq !== null) q = q.where('d.seq', '<', w.afterSeq);
+  if (w.createdGte) q = q.where('d.created_at', '>=', w.createdGte);
+  if (w.createdLte) q = q.where('d.created_at', '<', new Date(w.createdLte.getTime() + 1));
+  return q.orderBy('d.seq', 'desc').limit(w.limit + 1).execute();
+}
+
 export async function updateDelivery(db: Executor, teamId: string, id: string, patch: UpdateObject<DB, 'webhook_deliveries'>): Promise<Row<'webhook_deliveries'> | undefined> {
   return db
     .updateTable('webhook_deliveries')

@@ -7,6 +7,7 @@ import {
   Delivery,
   DeliveryWithAttempts,
   Endpoint,
+  OrderDeliveriesQuery,
   EndpointWithSecret,
   IdParams,
   RotateSecret,
@@ -115,6 +116,22 @@ export function registerWebhookRoutes(app: Http, ctx: AppContext): void {
       },
     },
     async (req) => listed(await webhooks.listDeliveries(teamOf(req), req.params.id, req.query)),
+  );
+  app.get(
+    '/v1/webhook-deliveries',
+    {
+      config: { permission: 'webhooks:manage' },
+      schema: {
+        tags,
+        summary: "List the deliveries of an order's events, newest first",
+        description:
+          'Every endpoint\'s deliveries of the events about `order_number` (order.completed, refund.created, …): the order page lists them to replay one ' +
+          '(`POST /v1/webhook-deliveries/{id}/replay`). An order of another team, or none, has no deliveries (an empty list).',
+        querystring: OrderDeliveriesQuery,
+        response: { 200: ListEnvelope(Delivery) },
+      },
+    },
+    async (req) => listed(await webhooks.listOrderDeliveries(teamOf(req), req.query)),
   );
   app.get(
     '/v1/webhook-deliveries/:id',

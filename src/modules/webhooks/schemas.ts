@@ -136,3 +136,12 @@ export const DeliveriesQuery = ListQuery.extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
 }).strict();
 export type DeliveriesQuery = z.infer<typeof DeliveriesQuery>;
+
+export const OrderDeliveriesQuery = DeliveriesQuery.extend({
+  order_number: z
+    .string()
+    .regex(/^ord_\w+$/, 'must be an order number (ord_…)')
+    .max(100)
+    .describe("The order whose events' deliveries are listed (to every endpoint)"),
+}).strict();
+export type OrderDeliveriesQuery = z.infer<typeof OrderDeliveriesQuery>;

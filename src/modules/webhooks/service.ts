@@ -15,6 +15,7 @@ import type {
   Attempt,
   CreateEndpoint,
   DeliveriesQuery,
+  OrderDeliveriesQuery,
   Delivery,
   DeliveryWithAttempts,
   Endpoint,
@@ -258,6 +259,15 @@ export class WebhooksService implements EventSink {
       if (!(await repo.findEndpoint(db, teamId, endpointId))) throw notFound('Webhook endpoint');
       const w = await this.windowOf(db, 'webhook_deliveries', teamId, query);
       const page = toPage(await repo.listDeliveries(db, teamId, endpointId, { ...w, status: query.status }), query.limit);
+      return { items: page.items.map(deliveryView), has_more: page.has_more };
+    });
+  }
+
+  /** The deliveries of one order's events (the order page's Webhooks panel); an unknown order has none. */
+  async listOrderDeliveries(teamId: string, query: OrderDeliveriesQuery): Promise<Page<Delivery>> {
+    return this.store.run(async (db) => {
+      const w = await this.windowOf(db, 'webhook_deliveries', teamId, query);
+      const page = toPage(await repo.listOrderDeliveries(db, teamId, query.order_number, { ...w, status: query.status }), query.limit);
       return { items: page.items.map(deliveryView), has_more: page.has_more };
     });
   }
