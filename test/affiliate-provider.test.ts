@@ -25,11 +25,17 @@ describe('an Affiliate Provider', () => {
     expect(grant.status, grant.text).toBe(201);
 
     const partner = await login(w.app.url, { email: 'partner@acme-network.test', password: 'network password 2026', team_id: w.team.teamId });
-    const orders = await partner.get('/v1/orders?limit=100');
+    const orders = await partner.get('/v1/affiliate-orders?limit=100');
     expect(orders.status, orders.text).toBe(200);
     expect(orders.body.data.map((o: { order_number: string }) => o.order_number)).toEqual([visible.body.data.order_number]);
-    expect((await partner.get(`/v1/orders/${throttled.body.data.order_number}`)).status).toBe(404);
-    expect((await partner.get(`/v1/orders/${other.body.data.order_number}`)).status).toBe(404);
+    // No customer data: the merchant's order views are refused, the affiliates' view has none.
+    expect(orders.body.data[0]).not.toHaveProperty('customer');
+    expect(orders.text).not.toContain(visible.body.data.customer.email);
+    expect((await partner.get(`/v1/affiliate-orders/${visible.body.data.order_number}`)).body.data).not.toHaveProperty('shipping_address');
+    expect((await partner.get('/v1/orders')).status).toBe(403);
+    expect((await partner.get(`/v1/orders/${visible.body.data.order_number}`)).status).toBe(403);
+    expect((await partner.get(`/v1/affiliate-orders/${throttled.body.data.order_number}`)).status).toBe(404);
+    expect((await partner.get(`/v1/affiliate-orders/${other.body.data.order_number}`)).status).toBe(404);
 
     const report = await partner.get('/v1/reports/affiliates');
     expect(report.status).toBe(200);

@@ -43,6 +43,24 @@ describe('commissions', () => {
     expect((await commissionsOf(a.id))[0]).toMatchObject({ status: 'reversed', reversal_reason: 'void' });
   });
 
+  it('a pending commission becomes payable once its hold has passed; one still held stays pending', async () => {
+    const a = await createAffiliate(w.team.api, { commission: { type: 'fixed', amount: 300, hold_days: 30 } });
+    const due = await createOrder(w, { affiliate: { affiliate_id: a.id } });
+    const held = await createOrder(w, { affiliate: { affiliate_id: a.id } });
+    expect([due.status, held.status]).toEqual([200, 200]);
+    const rows = await commissionsOf(a.id);
+    expect(rows.map((c) => c.status)).toEqual(['pending', 'pending']);
+    const c = rows.find((x) => x.order_number === due.body.data.order_number);
+    // Thirty days later for this one: its payable_at moves into the past.
+    await w.app.store.run((db) =>
+      db.updateTable('affiliate_commissions').set({ payable_at: new Date(Date.now() - 60_000) }).where('team_id', '=', w.team.teamId).where('id', '=', c.id).execute(),
+    );
+    const after = await commissionsOf(a.id);
+    expect(after.find((x) => x.id === c.id)).toMatchObject({ status: 'payable', amount: 300 });
+    expect(after.find((x) => x.id !== c.id)).toMatchObject({ status: 'pending', order_number: held.body.data.order_number });
+    expect(await listAll(w.team.api, `/v1/affiliate-commissions?affiliate_id=${a.id}&status=payable`)).toHaveLength(1);
+  });
+
   it('upsells earn too when the rule says so; a refund of the upsell reverses only its commission', async () => {
     const a = await createAffiliate(w.team.api, { commission: { type: 'percent', percent: 20, on_upsells: true, hold_days: 0 } });
     const r = await createOrder(w, { affiliate: { affiliate_id: a.id } });

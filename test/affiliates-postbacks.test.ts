@@ -2,7 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/app/logger.ts';
+import { startWorker } from '../src/worker/worker.ts';
 import { affiliateWorld, type AffiliateWorld, createAffiliate, createOrder, listAll } from './support/affiliates.ts';
+import { CARD } from './support/fixtures.ts';
 
 // Postbacks (server-to-server GETs through the outbox) and thank-you page pixels: once for each
 // conversion that is not throttled, never for a throttled one.
@@ -120,6 +122,101 @@ describe('postbacks and pixels', () => {
     expect(bad.text).toContain('{nope}');
     const ftp = await w.team.api.post('/v1/affiliates', { id: 'bad-scheme', name: 'x', postback_url: 'ftp://t.example/{click_id}' });
     expect(ftp.status).toBe(422);
+  });
+
+  it('refuses placeholders in the host: a click id or sub id from the customer\'s link never picks where a postback goes', async () => {
+    for (const [i, url] of ['https://{sub1}.t.example/pb', 'https://t.example{click_id}/pb', 'https://{click_id}@t.example/pb', 'http://t.example:{sub2}/pb', 'https://{sub1}/pb'].entries()) {
+      const r = await w.team.api.post('/v1/affiliates', { id: `host-placeholder-${i}`, name: 'x', postback_url: url });
+      expect(r.status, url).toBe(422);
+      expect(r.body.error.fields, url).toContainEqual({ path: 'postback_url', message: 'may use placeholders only after the host (in the path, query or fragment)' });
+      expect((await w.team.api.get(`/v1/affiliates/host-placeholder-${i}`)).status).toBe(404);
+    }
+    const ok = await createAffiliate(w.team.api, { postback_url: 'https://t.example/pb/{sub1}?c={click_id}#{order_number}' });
+    const patched = await w.team.api.patch(`/v1/affiliates/${ok.id}`, { postback_url: 'https://{sub1}.t.example/pb' });
+    expect(patched.status).toBe(422);
+    expect(patched.body.error.fields[0].path).toBe('postback_url');
+    expect((await w.team.api.get(`/v1/affiliates/${ok.id}`)).body.data.postback_url).toBe('https://t.example/pb/{sub1}?c={click_id}#{order_number}');
+  });
+
+  it('a test order (a listed test card) is no conversion: no throttle decision, no commission, no postback, not in the report', { timeout: 120_000 }, async () => {
+    const a = await createAffiliate(w.team.api, {
+      throttle_rate: 50,
+      automatic_throttling: true,
+      commission: { type: 'fixed', amount: 500, on_upsells: true, hold_days: 0 },
+      postback_url: `${receiver.url}/test-card?o={order_number}&e={event}`,
+      postback_events: ['conversion', 'upsell', 'refund'],
+    });
+    const pan = '4242424242424242';
+    expect((await w.team.api.post('/v1/test-cards', { card_number: pan })).status).toBe(201);
+    const start = new Date().toISOString();
+    const r = await createOrder(w, { affiliate: { affiliate_id: a.id, click_id: 'qa' }, card: { ...CARD, card_number: pan } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toMatchObject({ is_test: true, payment_status: 'completed', is_throttled: false, affiliate: { affiliate_id: a.id } });
+    const n = r.body.data.order_number;
+    const up = await w.team.api.post('/checkout/orders/upsell', { order_number: n, upsell_id: w.funnel.upsellId, quantity: 1 });
+    expect(up.status, up.text).toBe(200);
+    const refund = await w.team.api.post(`/v1/orders/${n}/refunds`, { amount: 500 });
+    expect(refund.status, refund.text).toBe(201);
+    await drain();
+    expect(receiver.hits.filter((h) => h.url.pathname === '/test-card')).toHaveLength(0);
+    expect(await listAll(w.team.api, `/v1/affiliates/${a.id}/throttle/ledger`)).toHaveLength(0);
+    expect(await listAll(w.team.api, `/v1/affiliate-commissions?affiliate_id=${a.id}`)).toHaveLength(0);
+    expect(await listAll(w.team.api, `/v1/affiliate-postbacks?affiliate_id=${a.id}`)).toHaveLength(0);
+    expect((await w.team.api.get(`/v1/orders/${n}`)).body.data.events.map((e: any) => e.type)).not.toContain('affiliate.converted');
+    expect((await w.team.api.get(`/v1/orders/${n}/pixels`)).body.data).toMatchObject({ fire: false, pixels: [] });
+    expect((await w.team.api.get(`/v1/reports/affiliates?affiliate_id=${a.id}&created_gte=${encodeURIComponent(start)}`)).body.data).toEqual([]);
+
+    // The throttle count was not touched: the affiliate's first live order is its first conversion.
+    const live = await createOrder(w, { affiliate: { affiliate_id: a.id } });
+    expect(live.status, live.text).toBe(200);
+    const ledger = await listAll(w.team.api, `/v1/affiliates/${a.id}/throttle/ledger`);
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ order_number: live.body.data.order_number, conversions_before: 0, throttled_before: 0 });
+    const report = await w.team.api.get(`/v1/reports/affiliates?affiliate_id=${a.id}&created_gte=${encodeURIComponent(start)}`);
+    expect(report.body.data).toHaveLength(1);
+    expect(report.body.data[0]).toMatchObject({ leads: 1, conversions: ledger[0].throttled ? 0 : 1, upsell_revenue: 0, refunds: 0 });
+  });
+
+  it('optional events: an upsell and a refund call the URL with e=upsell and e=refund; a throttled order never calls it', { timeout: 120_000 }, async () => {
+    const a = await createAffiliate(w.team.api, { postback_url: `${receiver.url}/events?o={order_number}&e={event}&t={transaction_id}`, postback_events: ['conversion', 'upsell', 'refund'] });
+    const orders: Record<string, string> = {};
+    for (const [name, throttled] of [['live', false], ['throttled', true]] as const) {
+      const r = await createOrder(w, { affiliate: { affiliate_id: a.id }, is_throttle: throttled });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.data.is_throttled).toBe(throttled);
+      const n = r.body.data.order_number;
+      orders[name] = n;
+      const up = await w.team.api.post('/checkout/orders/upsell', { order_number: n, upsell_id: w.funnel.upsellId, quantity: 1 });
+      expect(up.status, up.text).toBe(200);
+      const refund = await w.team.api.post(`/v1/orders/${n}/refunds`, { transaction_id: up.body.data.transaction_id });
+      expect(refund.status, refund.text).toBe(201);
+    }
+    await drain();
+    const hits = receiver.hits.filter((h) => h.url.pathname === '/events');
+    expect(hits.map((h) => h.url.searchParams.get('o'))).not.toContain(orders.throttled);
+    expect(hits.map((h) => h.url.searchParams.get('e')).sort()).toEqual(['conversion', 'refund', 'upsell']);
+    expect(hits.every((h) => h.url.searchParams.get('o') === orders.live && h.url.searchParams.get('t'))).toBe(true);
+    const log = await listAll(w.team.api, `/v1/affiliate-postbacks?affiliate_id=${a.id}`);
+    expect(log.map((p) => p.event).sort()).toEqual(['conversion', 'refund', 'upsell']);
+  });
+
+  it('the worker delivers postbacks by itself (no manual drain)', { timeout: 60_000 }, async () => {
+    const a = await createAffiliate(w.team.api, { postback_url: `${receiver.url}/by-worker?o={order_number}` });
+    const worker = startWorker(w.app.ctx, log, { schedules: [], pollMs: 20 });
+    let n: string;
+    try {
+      const r = await createOrder(w, { affiliate: { affiliate_id: a.id } });
+      expect(r.status, r.text).toBe(200);
+      n = r.body.data.order_number;
+      await expect.poll(() => receiver.hits.filter((h) => h.url.pathname === '/by-worker').length, { timeout: 20_000 }).toBe(1);
+      // The receiver has the request before the worker commits its outcome: wait for the record.
+      await expect.poll(async () => (await listAll(w.team.api, `/v1/affiliate-postbacks?affiliate_id=${a.id}`))[0]?.status, { timeout: 20_000 }).toBe('succeeded');
+    } finally {
+      await worker.stop();
+    }
+    const hits = receiver.hits.filter((h) => h.url.pathname === '/by-worker');
+    expect(hits).toHaveLength(1);
+    expect(hits[0]!.url.searchParams.get('o')).toBe(n);
   });
 
   it('the postback URL must reach a public address unless private targets are allowed', { timeout: 120_000 }, async () => {

@@ -120,7 +120,10 @@ describe('throttling (spec 2.3)', () => {
     expect(row).toMatchObject({ requested: true, throttled: true, reason: 'requested' });
   });
 
-  it('50 concurrent conversions for one affiliate never push the share above the rate', { timeout: 300_000 }, async () => {
+  // Only PostgreSQL proves this: PGlite runs one transaction at a time, so there the 50 conversions are
+  // serialized by the database itself and the affiliate's row lock is never contended. CI's PostgreSQL
+  // pass (TEST_DATABASE_URL) is the run that counts; on PGlite it only checks the bound still holds.
+  it('50 concurrent conversions for one affiliate never push the share above the rate (a race only on PostgreSQL; PGlite serializes transactions)', { timeout: 300_000 }, async () => {
     const a = await createAffiliate(w.team.api, { throttle_rate: 30, automatic_throttling: true });
     const results = await convert(a.id, 50, 50);
     const rows = await ledgerOf(a.id, 30);

@@ -104,17 +104,18 @@ describe('/v1/api-tokens (while the embedded server runs)', () => {
     expect(missing.status).toBe(422);
     const { r, client } = await mint(team.api, { name: 'aff', role: 'affiliate', affiliate_ids: ['AFF1'] });
     expect(r.body.data.affiliate_ids).toEqual(['AFF1']);
-    const orders = await client!.get('/v1/orders');
+    const orders = await client!.get('/v1/affiliate-orders');
     expect(orders.status).toBe(200);
     expect(orders.body.data).toEqual([]);
-    for (const path of ['/v1/transactions', '/v1/subscriptions', '/v1/fulfillments', '/v1/customers/cus_x', '/v1/events']) {
+    for (const path of ['/v1/orders', '/v1/transactions', '/v1/subscriptions', '/v1/fulfillments', '/v1/customers/cus_x', '/v1/events']) {
       const r = await client!.get(path);
       expect(r.status, path).toBe(403);
       expect(r.body.error.code).toBe('permission_denied');
     }
     // The same holds for any token given affiliate ids, whatever its permissions.
     const { client: scoped } = await mint(team.api, { name: 'scoped reader', permissions: ['orders:view', 'revenue:view'], affiliate_ids: ['AFF1'] });
-    expect((await scoped!.get('/v1/orders')).status).toBe(200);
+    expect((await scoped!.get('/v1/affiliate-orders')).status).toBe(200);
+    expect((await scoped!.get('/v1/orders')).status).toBe(403);
     expect((await scoped!.get('/v1/transactions')).status).toBe(403);
     const me = await client!.get('/v1/permissions');
     expect(me.body.data.you).toMatchObject({ kind: 'token', role: 'affiliate', affiliate_ids: ['AFF1'] });

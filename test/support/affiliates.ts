@@ -19,7 +19,11 @@ export async function affiliateWorld(env: Record<string, string> = {}): Promise<
   const app = await startTestApp(env);
   const team = await app.newTeam();
   const funnel = await seedFunnel(app, team.teamId);
+  // Live mode on the sandbox: an order paid through a gateway in test mode is a test order, and a
+  // test order is no affiliate conversion (README, Affiliates).
   const gateway = await nmiSandboxGateway(team, sandbox.url, { prefix: 'aff' });
+  const live = await team.api.patch(`/v1/gateways/${gateway.id}`, { test_mode: false });
+  expect(live.status, live.text).toBe(200);
   return {
     app,
     sandbox,

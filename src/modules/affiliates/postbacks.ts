@@ -5,7 +5,7 @@ import type { Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import type { Drainer } from '../../worker/worker.ts';
 import { postWebhook, retryAfterMs, retryDelayMs, type SendResult } from '../webhooks/service.ts';
-import { renderTemplate, type TemplateValues } from './render.ts';
+import { placeholderBeforePath, renderTemplate, type TemplateValues } from './render.ts';
 import * as repo from './repo.ts';
 
 export const POSTBACK_USER_AGENT = 'Checkstand-Postbacks/1';
@@ -53,6 +53,8 @@ export class AffiliatePostbacks {
   /** In the caller's transaction: at most one postback per (event, source) — a charge or a refund is announced once. */
   async queue(trx: Tx, affiliate: Row<'affiliates'>, orderId: string, event: PostbackEvent, sourceId: string, values: TemplateValues): Promise<void> {
     if (!affiliate.postback_url || affiliate.status !== 'active' || !affiliate.postback_events.includes(event)) return;
+    // A template saved before placeholders were refused in the host: never let an order's values pick where it goes.
+    if (placeholderBeforePath(affiliate.postback_url)) return;
     await repo.insertPostback(trx, {
       id: `pb_${randomToken()}`,
       team_id: affiliate.team_id,

@@ -30,6 +30,16 @@ export function unknownPlaceholders(template: string): string[] {
   return [...new Set([...template.matchAll(PATTERN)].map((m) => m[1]!).filter((n) => !known.has(n)))];
 }
 
+/**
+ * Whether a URL template has a placeholder in its scheme-and-authority part (`https://{sub1}.example/`,
+ * `https://{click_id}@host/`): a click id or sub id comes from the customer's link, so it may fill the
+ * path, query or fragment but never choose the host a postback is sent to.
+ */
+export function placeholderBeforePath(template: string): boolean {
+  const m = /^([^:/?#]*:)?(\/\/[^/?#]*)?/.exec(template);
+  return /[{}]/.test(m?.[0] ?? '');
+}
+
 export function encodeValue(v: string | number | null | undefined): string {
   if (v === null || v === undefined) return '';
   return encodeURIComponent(String(v)).replace(/'/g, '%27');

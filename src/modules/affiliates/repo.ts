@@ -23,6 +23,11 @@ export async function listAffiliates(db: Executor, teamId: string, f: { ids: rea
   return q.orderBy('seq', 'desc').limit(f.limit + 1).execute();
 }
 
+/** Every affiliate id of the team, deleted ones included (their orders stay theirs). */
+export async function affiliateIds(db: Executor, teamId: string): Promise<string[]> {
+  return (await db.selectFrom('affiliates').select('id').where('team_id', '=', teamId).execute()).map((r) => r.id);
+}
+
 export async function insertAffiliate(db: Executor, row: NewRow<'affiliates'>): Promise<Row<'affiliates'>> {
   return db.insertInto('affiliates').values(row).returningAll().executeTakeFirstOrThrow();
 }

@@ -61,8 +61,10 @@ export class AffiliateReads {
   }
 
   /**
-   * Per affiliate (and sub id, with `group_by`) and currency over the period, throttled orders
-   * excluded from every column: leads (attributed orders created), conversions (first payments
+   * Per affiliate (and sub id, with `group_by`) and currency over the period, test orders left out
+   * (they record no conversion or activity), throttled orders excluded from every column but leads:
+   * leads (attributed orders created, throttled ones included: a lead that vanished when throttled
+   * would tell the affiliate which conversions were throttled), conversions (first payments
    * approved), conversion rate, revenue (first payments), upsell and rebill revenue, refunds (and
    * voids), chargebacks, commission (not reversed) and EPC. The merchant's own view adds
    * `throttled` (conversions and revenue) separately.

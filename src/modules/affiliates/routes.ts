@@ -12,6 +12,7 @@ import {
   ReportRowOut,
   SimulationOut,
   ThrottleDecisionOut,
+  AffiliateOrdersQuery,
   AffiliateParams,
   AffiliateSettings,
   AffiliatesQuery,
@@ -26,6 +27,7 @@ import {
   UpdateAffiliate,
 } from './schemas.ts';
 import { PLACEHOLDERS } from './render.ts';
+import { AffiliateOrder } from '../orders/affiliate-view.ts';
 import { postbackView } from './views.ts';
 
 const tags = ['affiliates'];
@@ -90,7 +92,7 @@ export function registerAffiliateRoutes(app: Http, ctx: AppContext): void {
     async (req) => ok(await affiliates.remove(teamOf(req), req.params.id)),
   );
 
-  app.get('/v1/affiliate-settings', { config: { permission: 'affiliates:view', affiliateScope: true }, schema: { tags, summary: "The team's affiliate settings", response: { 200: Envelope(AffiliateSettingsOut) } } }, async (req) => ok(await affiliates.getSettings(teamOf(req))));
+  app.get('/v1/affiliate-settings', { config: { permission: 'affiliates:view' }, schema: { tags, summary: "The team's affiliate settings", description: 'Team-wide: an affiliate-scoped caller is refused (403).', response: { 200: Envelope(AffiliateSettingsOut) } } }, async (req) => ok(await affiliates.getSettings(teamOf(req))));
   app.put(
     '/v1/affiliate-settings',
     {
@@ -179,6 +181,27 @@ export function registerAffiliateRoutes(app: Http, ctx: AppContext): void {
     async (req, reply) => reply.code(202).send(ok(postbackView(await affiliates.postbacks.replay(teamOf(req), req.params.id, scopeOf(req))), 'Postback queued.')),
   );
 
+  const AFFILIATE_ORDERS =
+    'What the affiliates see of orders: only orders whose first payment was approved (no leads), never a throttled or a test order, ' +
+    'and without the customer (no name, e-mail, phone or addresses), transactions or timeline. An affiliate-scoped caller sees its affiliate ids\' orders ' +
+    '(GET /v1/orders, the merchant\'s view, refuses it); the merchant sees every affiliate\'s (or one, with `affiliate_id`) as they do.';
+  app.get(
+    '/v1/affiliate-orders',
+    {
+      config: { permission: 'orders:view', affiliateScope: true },
+      schema: { tags, summary: "List the affiliates' orders, newest first", description: AFFILIATE_ORDERS, querystring: AffiliateOrdersQuery, response: { 200: ListEnvelope(AffiliateOrder) } },
+    },
+    async (req) => listed(await affiliates.affiliateOrders(teamOf(req), req.query, scopeOf(req))),
+  );
+  app.get(
+    '/v1/affiliate-orders/:order_number',
+    {
+      config: { permission: 'orders:view', affiliateScope: true },
+      schema: { tags, summary: "Retrieve an order as the affiliates see it", description: `${AFFILIATE_ORDERS} Any other order is 404.`, params: OrderNumberParams, response: { 200: Envelope(AffiliateOrder) } },
+    },
+    async (req) => ok(await affiliates.affiliateOrder(teamOf(req), req.params.order_number, scopeOf(req))),
+  );
+
   app.get(
     '/v1/orders/:order_number/pixels',
     {
@@ -202,8 +225,8 @@ export function registerAffiliateRoutes(app: Http, ctx: AppContext): void {
         tags,
         summary: 'Affiliate report',
         description:
-          'One row per affiliate (or per affiliate and sub id with `group_by`) and currency over the period, throttled orders excluded from every column: ' +
-          '`leads` (attributed orders created), `conversions` (first payments approved), `conversion_rate` (% of leads), `revenue` (first payments), `upsell_revenue`, `rebill_revenue`, ' +
+          'One row per affiliate (or per affiliate and sub id with `group_by`) and currency over the period, test orders left out, throttled orders excluded from every column but `leads`: ' +
+          '`leads` (attributed orders created, throttled ones included, so that leads minus conversions does not tell which were throttled), `conversions` (first payments approved), `conversion_rate` (% of leads), `revenue` (first payments), `upsell_revenue`, `rebill_revenue`, ' +
           '`refunds` (refunded and voided amounts), `chargebacks` (count) and `chargeback_amount`, `commission` (not reversed), `epc` (commission per lead, minor units: clicks are not tracked, a lead stands for one). ' +
           'Amounts in minor units. The merchant\'s own view adds `throttled: { conversions, revenue }`.' +
           SCOPE_NOTE,

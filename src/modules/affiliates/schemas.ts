@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Id, ListQuery, Money } from '../../app/schemas.ts';
-import { PLACEHOLDERS, unknownPlaceholders } from './render.ts';
+import { PLACEHOLDERS, placeholderBeforePath, unknownPlaceholders } from './render.ts';
 
 /** The merchant chooses an affiliate's id: letters, digits, `_`, `-` and `.`, as affiliate networks name them. */
 export const AffiliateId = z
@@ -49,6 +49,7 @@ const UrlTemplate = z
   .superRefine((v, ctx) => {
     const unknown = unknownPlaceholders(v);
     if (unknown.length) ctx.addIssue({ code: 'custom', message: `unknown placeholders: ${unknown.map((u) => `{${u}}`).join(', ')}` });
+    if (placeholderBeforePath(v)) ctx.addIssue({ code: 'custom', message: 'may use placeholders only after the host (in the path, query or fragment)' });
     const sample = v.replace(/\{[a-z0-9_]+\}/g, 'x');
     let url: URL | null = null;
     try {
@@ -58,7 +59,7 @@ const UrlTemplate = z
     }
     if (!url || !/^https?:$/.test(url.protocol)) ctx.addIssue({ code: 'custom', message: 'must be an http(s) URL' });
   })
-  .describe(`The postback URL template; placeholders (values URL-encoded): ${PLACEHOLDERS.map((p) => `\`{${p}}\``).join(', ')}`);
+  .describe(`The postback URL template; placeholders (values URL-encoded) only after the host: ${PLACEHOLDERS.map((p) => `\`{${p}}\``).join(', ')}`);
 
 const Commission = z
   .object({
@@ -155,6 +156,13 @@ export const SimulateBody = z
   .strict()
   .meta({ id: 'ThrottleSimulation' });
 export type SimulateBody = z.infer<typeof SimulateBody>;
+
+export const AffiliateOrdersQuery = ListQuery.extend({
+  affiliate_id: AffiliateId.optional(),
+  status: z.enum(['processing', 'completed', 'refunded', 'cancelled']).optional(),
+  campaign_id: Id('cmp').optional(),
+}).strict();
+export type AffiliateOrdersQuery = z.infer<typeof AffiliateOrdersQuery>;
 
 export const CommissionsQuery = ListQuery.extend({
   affiliate_id: AffiliateId.optional(),

@@ -3,13 +3,15 @@ import { randomToken } from '../../app/ids.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
 import type { AffiliateActivityKind, Row, RowPatch } from '../../db/schema.ts';
+import { affiliateOrderView, visibleToAffiliates } from '../orders/affiliate-view.ts';
+import type { ListOrdersQuery, OrderView } from '../orders/service.ts';
 import { targetRefusal } from '../webhooks/service.ts';
 import { DEFAULT_HOLD_DAYS, earnCommission, reverseCommissionsOf } from './commissions.ts';
 import { AffiliatePostbacks, type PostbackOptions } from './postbacks.ts';
 import { decimalAmount, renderTemplate, type TemplateValues } from './render.ts';
 import { AffiliateReads } from './reports.ts';
 import * as repo from './repo.ts';
-import type { AffiliateBlock, AffiliateSettings, CreateAffiliate, SimulateBody, ThrottleLedgerQuery, UpdateAffiliate } from './schemas.ts';
+import type { AffiliateBlock, AffiliateOrdersQuery, AffiliateSettings, CreateAffiliate, SimulateBody, ThrottleLedgerQuery, UpdateAffiliate } from './schemas.ts';
 import { decideThrottle, replay, scopeOf, type Simulation, type ThrottleReason, toBp } from './throttle.ts';
 import { affiliateView, conversionView, settingsView } from './views.ts';
 
@@ -21,6 +23,8 @@ export type AffiliateScope = readonly string[] | null;
 /** What the affiliates module needs of orders (the orders service, attached after both are built). */
 export interface OrderReader {
   findOrder(db: Executor, teamId: string, id: string): Promise<Row<'orders'> | undefined>;
+  list(teamId: string, q: ListOrdersQuery, scope: AffiliateScope): Promise<Page<OrderView>>;
+  get(teamId: string, orderNumber: string, scope: AffiliateScope): Promise<OrderView>;
   countAttributedLeads(db: Executor, teamId: string, f: { affiliateIds: readonly string[] | null; groupBy: string; createdGte?: Date | undefined; createdLte?: Date | undefined }): Promise<Array<{ affiliate_id: string; sub: string | null; currency: string; leads: number }>>;
 }
 
@@ -213,10 +217,12 @@ export class AffiliatesService {
    * The first payment of an attributed order was approved: the throttle decision (spec 2.3) is taken
    * here, once, under the affiliate's row lock (SELECT … FOR UPDATE), counted and written to the
    * throttle ledger; a conversion that is not throttled earns its commission and queues its postback.
-   * Null when the order has no (live) affiliate: an `is_throttle: true` order then is just throttled.
+   * Null when the order has no (live) affiliate or is a test order: an `is_throttle: true` order then is just throttled.
    */
   async recordConversion(trx: Tx, order: Row<'orders'>, charge: { transactionId: string | null; amount: number }): Promise<{ throttled: boolean; reason: ThrottleReason } | null> {
-    if (!order.affiliate_id) return null;
+    // A test order (a listed test card, a gateway in test mode, a Sandbox extpay connection) moved no
+    // real money: no conversion, no throttle decision, no commission, no postback (README, Affiliates).
+    if (!order.affiliate_id || order.is_test) return null;
     const a = await repo.findAffiliate(trx, order.team_id, order.affiliate_id, { forUpdate: true });
     if (!a) return null;
     const seen = await repo.findConversion(trx, order.team_id, order.id);
@@ -263,7 +269,7 @@ export class AffiliatesService {
    * postback; a refund, void or chargeback reverses the commission of the charge it reverses.
    */
   async recordActivity(trx: Tx, order: Row<'orders'>, kind: AffiliateActivityKind, t: { transactionId: string; amount: number; chargeId?: string | null }): Promise<void> {
-    if (!order.affiliate_id) return;
+    if (!order.affiliate_id || order.is_test) return;
     const a = await repo.findAffiliate(trx, order.team_id, order.affiliate_id);
     if (!a) return;
     const fresh = await repo.insertActivity(trx, {
@@ -326,13 +332,35 @@ export class AffiliatesService {
     });
   }
 
+  // ---- the affiliates' view of orders (orders/affiliate-view.ts)
+
+  /**
+   * The affiliate ids whose orders a caller sees here: its own (narrowed by `affiliate_id`); for the
+   * merchant, one affiliate's or every affiliate's, so the merchant sees exactly what they see.
+   */
+  private async orderScope(teamId: string, affiliateId: string | undefined, scope: AffiliateScope): Promise<readonly string[]> {
+    if (scope) return affiliateId ? scope.filter((s) => s === affiliateId) : scope;
+    return affiliateId ? [affiliateId] : this.store.run((db) => repo.affiliateIds(db, teamId));
+  }
+
+  /** Converted orders that are neither throttled nor test orders, without the customer (no leads: see affiliate-view.ts). */
+  async affiliateOrders(teamId: string, q: AffiliateOrdersQuery, scope: AffiliateScope) {
+    const ids = await this.orderScope(teamId, q.affiliate_id, scope);
+    const page = await this.orders.list(teamId, { limit: q.limit, starting_after: q.starting_after, created_gte: q.created_gte, created_lte: q.created_lte, status: q.status, campaign_id: q.campaign_id }, ids);
+    return { items: page.items.map(affiliateOrderView), has_more: page.has_more };
+  }
+
+  async affiliateOrder(teamId: string, orderNumber: string, scope: AffiliateScope) {
+    return affiliateOrderView(await this.orders.get(teamId, orderNumber, await this.orderScope(teamId, undefined, scope)));
+  }
+
   // ---- pixels
 
   /** The thank-you page's pixel HTML: only for a converted order that is not throttled, of an active affiliate. */
   async pixels(teamId: string, orderNumber: string, scope: AffiliateScope) {
     return this.store.run(async (db) => {
       const order = await this.orders.findOrder(db, teamId, orderNumber);
-      if (!order || (scope && (order.is_throttle || !order.affiliate_id || !scope.includes(order.affiliate_id)))) throw notFound('Order');
+      if (!order || (scope && !visibleToAffiliates(order, scope))) throw notFound('Order');
       const conversion = order.affiliate_id ? await repo.findConversion(db, teamId, order.id) : undefined;
       const a = order.affiliate_id ? await repo.findAffiliate(db, teamId, order.affiliate_id) : undefined;
       const fire = !!conversion && !conversion.throttled && !order.is_throttle && !!a?.pixel_html && a.status === 'active';

@@ -1,5 +1,6 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
+import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 /** A subquery of ids another module builds for the orders search (customers, card last 4). */
@@ -114,7 +115,7 @@ export interface OrderFilter {
   affiliateId?: string | undefined;
   isThrottled?: boolean | undefined;
   search?: OrderSearch | undefined;
-  /** An affiliate-scoped caller: only these affiliates' orders, never a throttled one. */
+  /** An affiliate-scoped caller: only these affiliates' converted orders, never a throttled or test one (affiliate-view.ts). */
   affiliateScope?: readonly string[] | null;
 }
 
@@ -156,7 +157,7 @@ export async function listOrders(db: Executor, teamId: string, f: OrderFilter): 
     );
   }
   if (f.affiliateScope) {
-    q = q.where('orders.is_throttle', '=', false);
+    q = q.where('orders.is_throttle', '=', false).where('orders.is_test', '=', false).where('orders.payment_status', 'in', [...CONVERTED_PAYMENT_STATUSES]);
     q = f.affiliateScope.length ? q.where('orders.affiliate_id', 'in', [...f.affiliateScope]) : q.where(sql<boolean>`false`);
   }
   return q.orderBy('orders.seq', 'desc').limit(f.limit + 1).execute();
@@ -242,8 +243,8 @@ export async function findOrderUpsellByTransaction(db: Executor, teamId: string,
 }
 
 /**
- * Attributed orders created in the period that are not throttled (the affiliate report's leads),
- * per affiliate, the value of one sub id (`groupBy` sub1…sub5, else none) and currency.
+ * Attributed orders created in the period that are not test orders (the affiliate report's leads,
+ * throttled ones included: a lead cannot tell which conversions were throttled), per affiliate, the value of one sub id (`groupBy` sub1…sub5, else none) and currency.
  */
 export async function countAttributedLeads(
   db: Executor,
@@ -251,7 +252,7 @@ export async function countAttributedLeads(
   f: { affiliateIds: readonly string[] | null; groupBy: string; createdGte?: Date | undefined; createdLte?: Date | undefined },
 ): Promise<Array<{ affiliate_id: string; sub: string | null; currency: string; leads: number }>> {
   const subColumn = /^sub[1-5]$/.test(f.groupBy) ? sql<string | null>`${sql.ref(`affiliate_${f.groupBy}`)}` : sql<string | null>`null::text`;
-  const where = [sql`team_id = ${teamId}`, sql`affiliate_id is not null`, sql`not is_throttle`, sql`rebill_of is null`];
+  const where = [sql`team_id = ${teamId}`, sql`affiliate_id is not null`, sql`not is_test`, sql`rebill_of is null`];
   if (f.affiliateIds) where.push(f.affiliateIds.length ? sql`affiliate_id in (${sql.join(f.affiliateIds.map((i) => sql`${i}`))})` : sql`false`);
   if (f.createdGte) where.push(sql`created_at >= ${f.createdGte}`);
   if (f.createdLte) where.push(sql`created_at <= ${f.createdLte}`);

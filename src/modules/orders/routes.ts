@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../../app/context.ts';
 import { EnvelopeError, Envelope, ListEnvelope, envelope } from '../../app/envelope.ts';
-import { type Http, principalOf, teamOf } from '../../app/http.ts';
+import { type Http, teamOf } from '../../app/http.ts';
 import { BoolQuery, Id, ListQuery } from '../../app/schemas.ts';
 import type { CaptureOutcome, PaymentOutcome, PaymentResult } from './views.ts';
 import { OrderAnswer, OrderDetail, Order, PaymentAnswer, PaymentDeclined, RefundAnswer, UpsellAnswer, UpsellDeclined, VoidAnswer } from './responses.ts';
@@ -32,6 +32,8 @@ const OrdersQuery = ListQuery.extend({
   affiliate_id: z.string().max(64).optional().describe("One affiliate's orders (the order's `affiliate.affiliate_id`)"),
   is_throttled: BoolQuery.describe('Throttled orders (spec 2.3) or the others'),
 }).strict();
+
+const MERCHANT_ONLY = 'The merchant\'s view, with the customer: an affiliate-scoped caller (Affiliate role, Affiliate Provider) is refused (403) and reads GET /v1/affiliate-orders instead.';
 
 /** Spec 4.1: a redirect is a 200 with `redirect_required`; a decline is 402 (as Stripe); an unknown outcome 502 (do not charge again). */
 const PAYMENT_HTTP: Record<PaymentOutcome, 200 | 202 | 402 | 502> = { approved: 200, declined: 402, pending: 202, redirect: 200, unknown: 502 };
@@ -264,14 +266,14 @@ export function registerOrderRoutes(app: Http, ctx: AppContext): void {
     },
   );
 
-  app.get('/v1/orders', { config: { permission: 'orders:view', affiliateScope: true }, schema: { tags: ['records'], summary: 'List orders, newest first', querystring: OrdersQuery, response: { 200: ListEnvelope(Order) } } }, async (req) => {
-    const page = await orders.list(teamOf(req), req.query, principalOf(req).affiliateIds);
+  app.get('/v1/orders', { config: { permission: 'orders:view' }, schema: { tags: ['records'], summary: 'List orders, newest first', description: MERCHANT_ONLY, querystring: OrdersQuery, response: { 200: ListEnvelope(Order) } } }, async (req) => {
+    const page = await orders.list(teamOf(req), req.query);
     return { success: true as const, message: 'OK', data: page.items, has_more: page.has_more };
   });
 
   app.get(
     '/v1/orders/:order_number',
-    { config: { permission: 'orders:view', affiliateScope: true }, schema: { tags: ['records'], summary: 'Retrieve an order with its lines, transactions and timeline', params: OrderParams, response: { 200: Envelope(OrderDetail) } } },
-    async (req) => envelope(true, 'OK', await orders.get(teamOf(req), req.params.order_number, principalOf(req).affiliateIds)),
+    { config: { permission: 'orders:view' }, schema: { tags: ['records'], summary: 'Retrieve an order with its lines, transactions and timeline', description: MERCHANT_ONLY, params: OrderParams, response: { 200: Envelope(OrderDetail) } } },
+    async (req) => envelope(true, 'OK', await orders.get(teamOf(req), req.params.order_number)),
   );
 }

@@ -9,6 +9,7 @@ import type { CatalogService } from '../catalog/service.ts';
 import { type CustomersService, normalizeEmail } from '../customers/service.ts';
 import { disputeView, type LedgerService, transactionView } from '../ledger/service.ts';
 import * as repo from './repo.ts';
+import { visibleToAffiliates } from './affiliate-view.ts';
 import { transition } from '../../app/state-machine.ts';
 import { orderPaymentState } from '../payments/states.ts';
 import { ORDER, ORDER_PAYMENT, ORDER_UPSELL, type OrderStatus, type OrderUpsellStatus, type PaymentStatus } from './states.ts';
@@ -75,9 +76,9 @@ export class OrdersService {
     return this.affiliates.attribution(db, teamId, current, block);
   }
 
-  /** An affiliate-scoped caller sees only its affiliates' orders, and a throttled order as not found. */
+  /** An affiliate-scoped caller sees only its affiliates' converted orders; a lead, a throttled or a test order is not found. */
   private visibleTo(order: Row<'orders'>, scope: AffiliateScope): boolean {
-    return !scope || (!order.is_throttle && order.affiliate_id !== null && scope.includes(order.affiliate_id));
+    return !scope || visibleToAffiliates(order, scope);
   }
 
   /** The order rows the checkout use cases, inbound events and renewals may read and write (always under the order's row lock). */
