@@ -69,7 +69,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Retrieve an order with its lines, transactions and timeline */
+        /**
+         * Retrieve an order with its lines, transactions and timeline
+         * @description The merchant's view, with the customer: an affiliate-scoped caller (Affiliate role, Affiliate Provider) is refused (403) and reads GET /v1/affiliate-orders instead.
+         */
         get: operations["getOrder"];
         put?: never;
         post?: never;
@@ -290,7 +293,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List orders, newest first */
+        /**
+         * List orders, newest first
+         * @description The merchant's view, with the customer: an affiliate-scoped caller (Affiliate role, Affiliate Provider) is refused (403) and reads GET /v1/affiliate-orders instead.
+         */
         get: operations["listOrders"];
         put?: never;
         post?: never;
@@ -1929,7 +1935,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The team's affiliate settings */
+        /**
+         * The team's affiliate settings
+         * @description Team-wide: an affiliate-scoped caller is refused (403).
+         */
         get: operations["listAffiliateSettings"];
         /**
          * Change the team's affiliate settings
@@ -2060,6 +2069,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/affiliate-orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the affiliates' orders, newest first
+         * @description What the affiliates see of orders: only orders whose first payment was approved (no leads), never a throttled or a test order, and without the customer (no name, e-mail, phone or addresses), transactions or timeline. An affiliate-scoped caller sees its affiliate ids' orders (GET /v1/orders, the merchant's view, refuses it); the merchant sees every affiliate's (or one, with `affiliate_id`) as they do.
+         */
+        get: operations["listAffiliateOrders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/affiliate-orders/{order_number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve an order as the affiliates see it
+         * @description What the affiliates see of orders: only orders whose first payment was approved (no leads), never a throttled or a test order, and without the customer (no name, e-mail, phone or addresses), transactions or timeline. An affiliate-scoped caller sees its affiliate ids' orders (GET /v1/orders, the merchant's view, refuses it); the merchant sees every affiliate's (or one, with `affiliate_id`) as they do. Any other order is 404.
+         */
+        get: operations["getAffiliateOrder"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orders/{order_number}/pixels": {
         parameters: {
             query?: never;
@@ -2089,7 +2138,7 @@ export interface paths {
         };
         /**
          * Affiliate report
-         * @description One row per affiliate (or per affiliate and sub id with `group_by`) and currency over the period, throttled orders excluded from every column: `leads` (attributed orders created), `conversions` (first payments approved), `conversion_rate` (% of leads), `revenue` (first payments), `upsell_revenue`, `rebill_revenue`, `refunds` (refunded and voided amounts), `chargebacks` (count) and `chargeback_amount`, `commission` (not reversed), `epc` (commission per lead, minor units: clicks are not tracked, a lead stands for one). Amounts in minor units. The merchant's own view adds `throttled: { conversions, revenue }`. An affiliate-scoped caller (the Affiliate role, an Affiliate Provider, a token with affiliate ids) sees only its affiliates and never a throttled order.
+         * @description One row per affiliate (or per affiliate and sub id with `group_by`) and currency over the period, test orders left out, throttled orders excluded from every column but `leads`: `leads` (attributed orders created, throttled ones included, so that leads minus conversions does not tell which were throttled), `conversions` (first payments approved), `conversion_rate` (% of leads), `revenue` (first payments), `upsell_revenue`, `rebill_revenue`, `refunds` (refunded and voided amounts), `chargebacks` (count) and `chargeback_amount`, `commission` (not reversed), `epc` (commission per lead, minor units: clicks are not tracked, a lead stands for one). Amounts in minor units. The merchant's own view adds `throttled: { conversions, revenue }`. An affiliate-scoped caller (the Affiliate role, an Affiliate Provider, a token with affiliate ids) sees only its affiliates and never a throttled order.
          */
         get: operations["listReportAffiliates"];
         put?: never;
@@ -2427,6 +2476,37 @@ export interface components {
             sub5: string | null;
             /** @description ISO 8601 timestamp */
             created_at: string;
+        };
+        /** @description An order as an affiliate-scoped caller (Affiliate role, Affiliate Provider) sees it: only converted orders of its affiliate ids that are neither throttled nor test orders, without the customer, contact data, addresses, transactions, disputes or timeline. */
+        AffiliateOrder: {
+            /** @constant */
+            object: "order";
+            /** @description `ord_…` */
+            order_number: string;
+            status: string;
+            payment_status: string | null;
+            campaign_id: string;
+            currency: string;
+            lines: components["schemas"]["OrderLine"][];
+            subtotal: number;
+            shipping_total: number;
+            discount_total: number;
+            total: number;
+            refunded_total: number;
+            completed_at: string | null;
+            rebill_of: string | null;
+            is_test: boolean;
+            affiliate: {
+                affiliate_id: string;
+                click_id: string | null;
+                sub1: string | null;
+                sub2: string | null;
+                sub3: string | null;
+                sub4: string | null;
+                sub5: string | null;
+            } | null;
+            created_at: string | null;
+            updated_at: string | null;
         };
         AffiliatePostback: {
             /** @constant */
@@ -21653,6 +21733,191 @@ export interface operations {
                 };
             };
             /** @description Invalid request: `validation_failed`, `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAffiliateOrders: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100, default 20 */
+                limit?: number;
+                /** @description An id from the previous page: items after it are returned */
+                starting_after?: string;
+                /** @description Only items created at or after this ISO 8601 time */
+                created_gte?: unknown;
+                /** @description Only items created at or before this ISO 8601 time */
+                created_lte?: unknown;
+                /** @description The affiliate's id, chosen by the merchant (e.g. the id the affiliate network uses) */
+                affiliate_id?: string;
+                status?: "processing" | "completed" | "refunded" | "cancelled";
+                /** @description Id (`cmp_…`) */
+                campaign_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message: string;
+                        data: components["schemas"]["AffiliateOrder"][];
+                        /** @description True when more items follow; pass the last id as `starting_after`. */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: retry after Retry-After: `overloaded`, `database_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliateOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id (`ord_…`) */
+                order_number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: components["schemas"]["AffiliateOrder"];
+                    };
+                };
+            };
+            /** @description Unauthenticated: `unauthenticated`, `token_revoked`, `token_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid request: `validation_failed` */
             422: {
                 headers: {
                     [name: string]: unknown;
