@@ -1,16 +1,20 @@
-import { Alert, Anchor, Badge, Button, Card, Code, Grid, Group, Loader, SimpleGrid, Stack, Table, Text, Textarea, Timeline, Title, Tooltip } from '@mantine/core';
+import { Alert, Anchor, Badge, Button, Code, Grid, Group, Loader, SimpleGrid, Stack, Table, Text, Timeline, Title, Tooltip } from '@mantine/core';
 import { IconArrowBackUp, IconBan, IconCircleDot } from '@tabler/icons-react';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
 import { type ReactNode, useState } from 'react';
 import { api, type Schemas, unwrap } from '../../lib/api.ts';
 import { useDates } from '../../lib/dates.ts';
-import { ApiErrorAlert, notifySuccess } from '../../lib/errors.tsx';
+import { ApiErrorAlert } from '../../lib/errors.tsx';
 import { formatMoney } from '../../lib/money.ts';
 import { useSession } from '../../lib/session.tsx';
 import { chargesOf } from './charges.ts';
 import { humanize, StatusBadge } from './format.tsx';
+import { CancelOrderButton, QaFlagButton } from './OrderActions.tsx';
+import { OrderNotes } from './OrderNotes.tsx';
+import { OrderWebhooks } from './OrderWebhooks.tsx';
 import { RefundDialog, VoidDialog } from './RefundDialog.tsx';
+import { ScrollTable, Section } from './Section.tsx';
 
 type OrderDetail = Schemas['OrderDetail'];
 type Address = NonNullable<OrderDetail['shipping_address']>;
@@ -46,89 +50,11 @@ function AddressBlock({ a }: { a: Address | null }) {
   );
 }
 
-function Section({ title, children, count }: { title: string; children: ReactNode; count?: number }) {
-  const id = `section-${title.toLowerCase().replace(/\W+/g, '-')}`;
-  return (
-    <Card withBorder component="section" aria-labelledby={id}>
-      <Title order={2} size="h4" id={id} mb="sm">
-        {title}
-        {count !== undefined && (
-          <Text span c="dimmed" size="sm" ml={6}>
-            ({count})
-          </Text>
-        )}
-      </Title>
-      {children}
-    </Card>
-  );
-}
-
 function eventSummary(data: Record<string, unknown>): string {
   return Object.entries(data)
     .filter(([, v]) => v !== null && v !== undefined && typeof v !== 'object')
     .map(([k, v]) => `${k}: ${String(v)}`)
     .join(' · ');
-}
-
-function Notes({ order }: { order: OrderDetail }) {
-  const { can } = useSession();
-  const dates = useDates();
-  const qc = useQueryClient();
-  const customer = order.customer.customer_number;
-  const [body, setBody] = useState('');
-  const notes = useQuery({
-    queryKey: ['customer', customer, 'notes'],
-    queryFn: async () => unwrap(await api.GET('/v1/customers/{customer_number}/notes', { params: { path: { customer_number: customer }, query: { limit: 50 } } })).data,
-  });
-  const add = useMutation({
-    mutationFn: async () => unwrap(await api.POST('/v1/customers/{customer_number}/notes', { params: { path: { customer_number: customer } }, body: { body: body.trim() } })),
-    onSuccess: async () => {
-      setBody('');
-      notifySuccess('Note added.');
-      await qc.invalidateQueries({ queryKey: ['customer', customer, 'notes'] });
-    },
-  });
-  return (
-    <Section title="Notes" count={notes.data?.length}>
-      <Text size="xs" c="dimmed" mb="xs">
-        Notes belong to the customer ({customer}): every order of theirs shows them.
-      </Text>
-      <ApiErrorAlert error={notes.error} title="Could not load the notes" />
-      <Stack gap="xs">
-        {notes.data?.map((n) => (
-          <div key={n.id}>
-            <Text size="sm" style={{ whiteSpace: 'pre-wrap' }}>
-              {n.body}
-            </Text>
-            <Text size="xs" c="dimmed">
-              {dates.dateTime(n.created_at)} · {n.author}
-            </Text>
-          </div>
-        ))}
-        {notes.data?.length === 0 && (
-          <Text size="sm" c="dimmed">
-            No notes yet.
-          </Text>
-        )}
-      </Stack>
-      {can('orders:annotate') && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (body.trim()) add.mutate();
-          }}
-        >
-          <Stack gap="xs" mt="md">
-            <Textarea label="Add a note" maxLength={10_000} autosize minRows={2} value={body} onChange={(e) => setBody(e.currentTarget.value)} />
-            <ApiErrorAlert error={add.error} title="Could not add the note" />
-            <Button type="submit" size="xs" w="fit-content" loading={add.isPending} disabled={!body.trim()}>
-              Add note
-            </Button>
-          </Stack>
-        </form>
-      )}
-    </Section>
-  );
 }
 
 export function OrderPage() {
@@ -138,7 +64,8 @@ export function OrderPage() {
   const [dialog, setDialog] = useState<'refund' | 'void' | null>(null);
   const q = useQuery({
     queryKey: ['order', orderNumber, 'detail'],
-    queryFn: async () => unwrap(await api.GET('/v1/orders/{order_number}', { params: { path: { order_number: orderNumber } } })).data,
+    // A member of the merchant's team gets the full view (an affiliate-scoped caller never reaches this page's actions).
+    queryFn: async () => unwrap(await api.GET('/v1/orders/{order_number}', { params: { path: { order_number: orderNumber } } })).data as OrderDetail,
   });
 
   if (q.isPending) return <Loader aria-label="Loading the order" />;
@@ -182,6 +109,8 @@ export function OrderPage() {
           </Group>
         </Stack>
         <Group gap="xs">
+          <QaFlagButton order={o} />
+          <CancelOrderButton order={o} />
           {can('orders:refund') && (
             <Tooltip label="Nothing left to refund" disabled={refundable > 0}>
               <Button leftSection={<IconArrowBackUp size={16} aria-hidden />} onClick={() => setDialog('refund')} disabled={refundable === 0}>
@@ -242,7 +171,7 @@ export function OrderPage() {
       </SimpleGrid>
 
       <Section title="Lines" count={o.lines.length}>
-        <Table.ScrollContainer minWidth={600}>
+        <ScrollTable minWidth={600} label="Order lines (scrolls sideways)">
           <Table aria-label="Order lines">
             <Table.Thead>
               <Table.Tr>
@@ -274,14 +203,14 @@ export function OrderPage() {
               ))}
             </Table.Tbody>
           </Table>
-        </Table.ScrollContainer>
+        </ScrollTable>
       </Section>
 
       <Grid>
         <Grid.Col span={{ base: 12, lg: 8 }}>
           <Stack>
             <Section title="Transactions" count={o.transactions.length}>
-              <Table.ScrollContainer minWidth={700}>
+              <ScrollTable minWidth={700} label="Transactions (scrolls sideways)">
                 <Table aria-label="Transactions" striped>
                   <Table.Thead>
                     <Table.Tr>
@@ -315,7 +244,7 @@ export function OrderPage() {
                     ))}
                   </Table.Tbody>
                 </Table>
-              </Table.ScrollContainer>
+              </ScrollTable>
               {o.transactions.length === 0 && (
                 <Text size="sm" c="dimmed">
                   No payment yet.
@@ -324,7 +253,7 @@ export function OrderPage() {
             </Section>
 
             <Section title="Payment attempts" count={attempts.length}>
-              <Table.ScrollContainer minWidth={700}>
+              <ScrollTable minWidth={700} label="Payment attempts (scrolls sideways)">
                 <Table aria-label="Payment attempts">
                   <Table.Thead>
                     <Table.Tr>
@@ -358,7 +287,7 @@ export function OrderPage() {
                     ))}
                   </Table.Tbody>
                 </Table>
-              </Table.ScrollContainer>
+              </ScrollTable>
             </Section>
 
             {o.disputes.length > 0 && (
@@ -372,6 +301,8 @@ export function OrderPage() {
                 </Stack>
               </Section>
             )}
+
+            <OrderWebhooks orderNumber={o.order_number} />
 
             <SimpleGrid cols={{ base: 1, sm: 2 }}>
               <Section title="Shipping address">
@@ -401,7 +332,7 @@ export function OrderPage() {
                 ))}
               </Timeline>
             </Section>
-            <Notes order={o} />
+            <OrderNotes order={o} />
           </Stack>
         </Grid.Col>
       </Grid>
