@@ -163,6 +163,8 @@ describe('tenancy: another team never sees or changes team A', () => {
                     ? { quantity: 2 }
                   : path.startsWith('/v1/tickets')
                     ? { status: 'closed' }
+                  : path.startsWith('/v1/orders')
+                    ? { needs_qa: true, qa_reason: 'hijacked' }
                     : { name: 'hijacked' }
               : method === 'put'
                 ? { subject: 'hijacked', body: 'hijacked' }
