@@ -85,7 +85,12 @@ async function loadOrders(page: Page, url: string): Promise<Load> {
   };
   page.on('request', count);
   await page.goto(`${url}/dashboard/orders`, { waitUntil: 'commit' });
-  const handle = await page.waitForFunction(() => (document.querySelector('table[aria-label="Orders"] tbody tr td a') ? performance.now() : null), undefined, { polling: 'raf', timeout: 60_000 });
+  const handle = await page
+    .waitForFunction(() => (document.querySelector('table[aria-label="Orders"] tbody tr td a') ? performance.now() : null), undefined, { polling: 'raf', timeout: 60_000 })
+    .catch(async (err: unknown) => {
+      const text = await page.evaluate(() => document.body.innerText.slice(0, 600)).catch(() => '');
+      throw new Error(`no order row at ${page.url()} (${err instanceof Error ? err.message : String(err)}); the page says:\n${text}`);
+    });
   const ms = (await handle.jsonValue()) as number;
   const js = await page.evaluate(() =>
     (performance.getEntriesByType('resource') as PerformanceResourceTiming[])
@@ -111,6 +116,10 @@ async function main(): Promise<void> {
   try {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
+    page.on('pageerror', (err) => process.stderr.write(`  page error: ${err.message}\n`));
+    page.on('response', (r) => {
+      if (r.status() >= 400 && !r.url().endsWith('/v1/session')) process.stderr.write(`  HTTP ${r.status()} ${r.request().method()} ${r.url()}\n`);
+    });
     await page.goto(`${server.url}/dashboard`);
     await page.getByLabel('E-mail').fill(server.email);
     await page.getByRole('textbox', { name: 'Password' }).fill(server.password);
