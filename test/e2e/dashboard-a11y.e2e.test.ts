@@ -31,9 +31,6 @@ interface Violation {
 const KNOWN_ELSEWHERE: Array<{ rule: string; page?: string; where: RegExp; file: string }> = [
   // The user menu's button is named "Account: <name>" while it shows the name and the role.
   { rule: 'label-content-name-mismatch', where: /aria-label="Account: /, file: 'web/dashboard/src/shell/Layout.tsx (UserMenu)' },
-  { rule: 'aria-required-children', page: 'an order page', where: /aria-label="Order notes"/, file: 'web/dashboard/src/areas/orders/OrderPage.tsx (role="list" without listitem children)' },
-  { rule: 'link-in-text-block', page: 'an order page', where: /./, file: 'web/dashboard/src/areas/orders/OrderPage.tsx (a link inside dimmed text, told apart by colour only)' },
-  { rule: 'scrollable-region-focusable', page: 'an order page', where: /section-(transactions|payment-attempts)/, file: 'web/dashboard/src/areas/orders/OrderPage.tsx (Table.ScrollContainer not reachable by keyboard)' },
 ];
 
 let env: DashboardEnv;
