@@ -177,12 +177,20 @@ describe('dashboard: affiliates', () => {
   it('the affiliate report shows the API report as a table and a chart; the throttle dry run answers as the API', async () => {
     const created = await env.merchant.post('/v1/affiliates', { id: 'net42', name: 'Network 42', commission: { type: 'fixed', amount: 500 } });
     expect(created.status, created.text).toBe(201);
+    // Test orders are no conversion (issue 15): these go through a live-mode gateway on the sandbox.
+    const sandboxGateway = (await env.merchant.get(`/v1/gateways/${env.seed.gateway_id}`)).body.data;
+    const live = await env.merchant.post('/v1/gateways', { name: 'Live on the sandbox', kind: 'nmi', base_url: sandboxGateway.base_url, credentials: { security_key: 'live-affiliate-key-0123456789' }, test_mode: false });
+    expect(live.status, live.text).toBe(201);
+    const campaign = await env.merchant.post('/v1/campaigns', { name: 'Live affiliate funnel', currency: env.seed.currency, gateway_id: live.body.data.id });
+    const product = await env.merchant.post('/v1/products', { name: 'Live serum' });
+    const offer = await env.merchant.post('/v1/offers', { campaign_id: campaign.body.data.id, product_id: product.body.data.id, name: 'Live serum', price: 3900, shipping: 495, billing: 'one_time', fulfillment_type: 'physical' });
+    expect(offer.status, offer.text).toBe(201);
     for (let i = 0; i < 2; i++) {
       const r = await env.merchant.post('/checkout/orders', {
-        campaign_id: env.seed.campaign_id,
+        campaign_id: campaign.body.data.id,
         currency: env.seed.currency,
         customer: { email: email('aff'), first_name: 'Aff', last_name: `Buyer${i}` },
-        products: [{ offer_id: env.seed.offers.serum, quantity: 1 }],
+        products: [{ offer_id: offer.body.data.id, quantity: 1 }],
         affiliate: { affiliate_id: 'net42', sub1: 'spring' },
         payment: CARD,
       });
