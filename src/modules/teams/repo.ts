@@ -45,10 +45,6 @@ export async function revokeToken(db: Executor, tokenId: string, at: Date): Prom
     .executeTakeFirst();
 }
 
-export async function expireToken(db: Executor, tokenId: string, at: Date): Promise<void> {
-  await db.updateTable('api_tokens').set({ expires_at: at }).where('id', '=', tokenId).execute();
-}
-
 export async function updateTeam(db: Executor, teamId: string, patch: { name?: string; time_zone?: string }): Promise<Row<'teams'> | undefined> {
   return db.updateTable('teams').set(patch).where('id', '=', teamId).returningAll().executeTakeFirst();
 }

@@ -1,5 +1,5 @@
 import { configCache } from '../../app/cache.ts';
-import { ApiError } from '../../app/errors.ts';
+import { ApiError, notFound } from '../../app/errors.ts';
 import { newId, randomToken } from '../../app/ids.ts';
 import { sha256Hex } from '../../app/secrets.ts';
 import type { Executor, Store } from '../../db/database.ts';
@@ -66,6 +66,46 @@ export async function issueToken(db: Executor, fields: Omit<NewRow<'api_tokens'>
   const secret = TOKEN_PREFIX + randomToken(40);
   const token = await repo.insertToken(db, { ...fields, id: newId('token'), token_hash: sha256Hex(secret), token_hint: secret.slice(-4) });
   return { token, secret };
+}
+
+export interface Rotation {
+  issued: IssuedToken;
+  /** The old token, now pointing at its replacement and revoked or expiring at the grace's end. */
+  retired: Row<'api_tokens'>;
+}
+
+/**
+ * The one token rotation (the API's and the operator's), in the caller's transaction: locks the
+ * old token, refuses a revoked, expired or already rotated one, issues a replacement with the same
+ * name, role, permissions, affiliate ids and expiry, and retires the old one — revoked now
+ * (`graceSeconds` 0) or expiring at the grace's end, never later than an expiry it already had.
+ * `teamId` null (the operator) reaches any team; `check` runs on the locked row before anything is written.
+ */
+export async function rotateTokenIn(
+  db: Executor,
+  id: string,
+  graceSeconds: number,
+  by: { teamId: string | null; createdBy: string | null; check?: (old: Row<'api_tokens'>) => void },
+): Promise<Rotation> {
+  const old = await repo.findTokenForUpdate(db, id);
+  if (!old || (by.teamId !== null && old.team_id !== by.teamId)) throw notFound(`API token ${id}`);
+  const now = new Date();
+  if (old.revoked_at || (old.expires_at && old.expires_at <= now)) throw new ApiError('conflict', `API token ${id} is no longer active: create a new one.`);
+  if (old.replaced_by) throw new ApiError('conflict', `API token ${id} was already rotated into ${old.replaced_by}.`);
+  by.check?.(old);
+  const issued = await issueToken(db, {
+    team_id: old.team_id,
+    name: old.name,
+    role: old.role,
+    permissions: old.permissions,
+    affiliate_ids: old.affiliate_ids,
+    expires_at: old.expires_at,
+    created_by: by.createdBy,
+  });
+  const graceEnd = now.getTime() + graceSeconds * 1000;
+  const until = new Date(old.expires_at ? Math.min(old.expires_at.getTime(), graceEnd) : graceEnd);
+  const retired = await repo.retireToken(db, id, { replaced_by: issued.token.id, ...(graceSeconds === 0 ? { revoked_at: now } : { expires_at: until }) });
+  return { issued, retired };
 }
 
 export function tokenView(t: Row<'api_tokens'>) {
@@ -145,19 +185,13 @@ export class TeamsService {
   }
 
   /**
-   * Issues a replacement with the same name and lets the old token live on for `graceSeconds`
-   * (0 revokes it at once), so deployed funnels can be switched over without downtime.
+   * The operator's rotation (CLI, control socket): the same as the API's (`rotateTokenIn`), in one
+   * transaction; the replacement keeps the old token's role, permissions, affiliate ids and expiry.
    */
   async rotateToken(tokenId: string, graceSeconds: number): Promise<IssuedToken & { old: Row<'api_tokens'> }> {
-    const old = await this.store.run((db) => repo.findToken(db, tokenId));
-    if (!old || old.revoked_at) throw new ApiError('not_found', `Active token ${tokenId} not found.`);
-    const issued = await this.createToken(old.team_id, old.name);
-    const until = new Date(Date.now() + graceSeconds * 1000);
-    if (graceSeconds === 0) await this.store.run((db) => repo.revokeToken(db, tokenId, until));
-    else await this.store.run((db) => repo.expireToken(db, tokenId, until));
-    forgetToken(this.store, old);
-    const updated = await this.store.run((db) => repo.findToken(db, tokenId));
-    return { ...issued, old: updated ?? old };
+    const r = await this.store.transaction((db) => rotateTokenIn(db, tokenId, graceSeconds, { teamId: null, createdBy: null }));
+    forgetToken(this.store, r.retired);
+    return { ...r.issued, old: r.retired };
   }
 
   /** Resolves a bearer secret to its team and permissions, or throws 401. */

@@ -5,7 +5,7 @@ import type { Row } from '../../db/schema.ts';
 import { type Permission, PERMISSIONS, type Role, ROLE_PERMISSIONS } from '../access/permissions.ts';
 import type { Principal } from '../access/principal.ts';
 import * as repo from './repo.ts';
-import { forgetToken, issueToken, TOKEN_PREFIX, tokenPrincipal } from './service.ts';
+import { forgetToken, issueToken, rotateTokenIn, TOKEN_PREFIX, tokenPrincipal } from './service.ts';
 
 /** Rotation keeps the old secret working this long unless told otherwise: a day to redeploy. */
 export const DEFAULT_ROTATION_GRACE_S = 86_400;
@@ -110,31 +110,12 @@ export class ApiTokensService {
    * `graceSeconds` (0: revoked at once) and points at its replacement.
    */
   async rotate(caller: Principal, id: string, graceSeconds: number) {
-    const rotated = await this.store.transaction(async (db) => {
-      const old = await repo.findTokenForUpdate(db, id);
-      if (!old || old.team_id !== caller.teamId) throw notFound(`API token ${id}`);
-      if (old.revoked_at || (old.expires_at && old.expires_at <= new Date())) throw new ApiError('conflict', `API token ${id} is no longer active: create a new one.`);
-      if (old.replaced_by) throw new ApiError('conflict', `API token ${id} was already rotated into ${old.replaced_by}.`);
-      refuseEscalation(caller, tokenPrincipal(old).permissions);
-      const issued = await issueToken(db, {
-        team_id: old.team_id,
-        name: old.name,
-        role: old.role,
-        permissions: old.permissions,
-        affiliate_ids: old.affiliate_ids,
-        expires_at: old.expires_at,
-        created_by: caller.actorId,
-      });
-      const now = new Date();
-      const graceEnd = now.getTime() + graceSeconds * 1000;
-      // Never extend a token past an expiry it already had.
-      const until = new Date(old.expires_at ? Math.min(old.expires_at.getTime(), graceEnd) : graceEnd);
-      const retired = await repo.retireToken(db, id, { replaced_by: issued.token.id, ...(graceSeconds === 0 ? { revoked_at: now } : { expires_at: until }) });
-      return { retired, result: { token: { ...apiTokenView(issued.token), secret: issued.secret }, previous: apiTokenView(retired) } };
-    });
+    const rotated = await this.store.transaction((db) =>
+      rotateTokenIn(db, id, graceSeconds, { teamId: caller.teamId, createdBy: caller.actorId, check: (old) => refuseEscalation(caller, tokenPrincipal(old).permissions) }),
+    );
     // After the commit: this process refuses (or expires) the old secret on its very next request.
     forgetToken(this.store, rotated.retired);
-    return rotated.result;
+    return { token: { ...apiTokenView(rotated.issued.token), secret: rotated.issued.secret }, previous: apiTokenView(rotated.retired) };
   }
 
   async revoke(teamId: string, id: string) {
