@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVIDER_PERMISSIONS } from '../src/modules/access/permissions.ts';
-import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+import { ApiClient, startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 let app: TestApp;
 let merchant: TestTeam;
@@ -67,5 +67,51 @@ describe('/v1/provider-grants', () => {
     }
     const rows = await app.store.run((db) => db.selectFrom('provider_grants').select('id').where('provider_id', '=', p).execute());
     expect(rows).toEqual([]);
+  });
+  it('least privilege: a caller grants (or changes a grant to) only permissions it holds itself; 403 permission_denied naming them, nothing written', async () => {
+    const p = (await app.ctx.services.teams.createTeam('Escalating Support', 'provider')).id;
+    const base = [...PROVIDER_PERMISSIONS.customer_service.base];
+    const mint = async (permissions: string[]) => {
+      const r = await merchant.api.post('/v1/api-tokens', { name: 'provider admin', permissions });
+      expect(r.status, r.text).toBe(201);
+      return new ApiClient(app.url, r.body.data.secret);
+    };
+    const grantsOf = () => app.store.run((db) => db.selectFrom('provider_grants').selectAll().where('provider_id', '=', p).execute());
+
+    // providers:manage alone cannot hand out refund rights.
+    const bare = await mint(['providers:manage', 'users:view']);
+    const refused = await bare.post('/v1/provider-grants', { provider_id: p, kind: 'customer_service' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('permission_denied');
+    expect(refused.body.data.missing).toEqual(expect.arrayContaining(['orders:refund', 'orders:void', 'orders:view']));
+    expect(refused.body.data.missing).not.toContain('providers:manage');
+    expect(refused.body.message).toContain('orders:refund');
+    expect(await grantsOf()).toEqual([]);
+
+    // Holding the base set but not coupons:manage: the base grant is fine, coupons are not.
+    const holder = await mint(['providers:manage', 'users:view', ...base]);
+    const withCoupons = await holder.post('/v1/provider-grants', { provider_id: p, kind: 'customer_service', permissions: ['coupons:manage'] });
+    expect(withCoupons.status).toBe(403);
+    expect(withCoupons.body.data).toEqual({ missing: ['coupons:manage'] });
+    expect(await grantsOf()).toEqual([]);
+    const granted = await holder.post('/v1/provider-grants', { provider_id: p, kind: 'customer_service' });
+    expect(granted.status, granted.text).toBe(201);
+
+    const patched = await holder.patch(`/v1/provider-grants/${granted.body.data.id}`, { permissions: ['coupons:manage'] });
+    expect(patched.status).toBe(403);
+    expect(patched.body.data).toEqual({ missing: ['coupons:manage'] });
+    expect((await grantsOf())[0]!.permissions).toEqual([]);
+    // The same change by a caller who holds it goes through.
+    expect((await merchant.api.patch(`/v1/provider-grants/${granted.body.data.id}`, { permissions: ['coupons:manage'] })).status).toBe(200);
+    // And a caller who lacks the base set cannot touch an existing grant either (it would re-issue refund rights).
+    const touched = await bare.patch(`/v1/provider-grants/${granted.body.data.id}`, { permissions: [] });
+    expect(touched.status).toBe(403);
+    expect((await grantsOf())[0]!.permissions).toEqual(['coupons:manage']);
+    // An affiliate provider needs affiliates:view and orders:view.
+    const aff2 = (await app.ctx.services.teams.createTeam('Escalating Affiliates', 'provider')).id;
+    const affRefused = await bare.post('/v1/provider-grants', { provider_id: aff2, kind: 'affiliate', affiliate_ids: ['AFF1'] });
+    expect(affRefused.status).toBe(403);
+    expect(affRefused.body.data.missing.sort()).toEqual(['affiliates:view', 'orders:view', 'team:view']);
+    expect(await app.store.run((db) => db.selectFrom('provider_grants').select('id').where('provider_id', '=', aff2).execute())).toEqual([]);
   });
 });

@@ -65,6 +65,17 @@ function checkOptional(kind: ProviderKind, permissions: string[] | undefined): s
 }
 
 /**
+ * Least privilege, as for API tokens: nobody gives a provider a permission they do not hold
+ * themselves (403 permission_denied naming the missing ones; nothing written).
+ */
+function refuseEscalation(caller: Principal, granted: readonly Permission[]): void {
+  const missing = granted.filter((p) => !caller.permissions.has(p));
+  if (missing.length > 0) {
+    throw new ApiError('permission_denied', `A provider cannot be given permissions you do not hold: ${missing.join(', ')}.`, { data: { missing } });
+  }
+}
+
+/**
  * Customer Service and Affiliate Providers (spec §5.6): other organisations (teams of kind
  * 'provider') whose users act on this team with what the merchant granted. Providers never get
  * billing, settings, credentials, tokens or users: the catalogue's provider rules make that so.
@@ -86,8 +97,10 @@ export class ProvidersService {
     return repo.grantsOfProvider(db, providerId);
   }
 
-  async grant(teamId: string, input: GrantInput) {
+  async grant(caller: Principal, input: GrantInput) {
+    const teamId = caller.teamId;
     const permissions = checkOptional(input.kind, input.permissions);
+    refuseEscalation(caller, grantPermissions({ kind: input.kind, permissions }));
     if (input.kind !== 'affiliate' && input.affiliate_ids?.length) {
       throw new ApiError('validation_failed', 'affiliate_ids: only an affiliate provider is scoped to affiliate ids.', {
         fields: [{ path: 'affiliate_ids', message: 'only for kind affiliate' }],
@@ -121,7 +134,8 @@ export class ProvidersService {
     return grantView(g);
   }
 
-  async update(teamId: string, id: string, patch: { permissions?: string[] | undefined; affiliate_ids?: string[] | undefined }) {
+  async update(caller: Principal, id: string, patch: { permissions?: string[] | undefined; affiliate_ids?: string[] | undefined }) {
+    const teamId = caller.teamId;
     return this.store.transaction(async (db) => {
       const g = await repo.findGrant(db, teamId, id);
       if (!g || g.revoked_at) throw notFound(`Provider grant ${id}`);
@@ -132,6 +146,8 @@ export class ProvidersService {
         if (kind !== 'affiliate') throw new ApiError('validation_failed', 'affiliate_ids: only an affiliate provider is scoped to affiliate ids.', { fields: [{ path: 'affiliate_ids', message: 'only for kind affiliate' }] });
         next.affiliate_ids = patch.affiliate_ids;
       }
+      // What the provider can do after the change, all of which the caller must hold.
+      refuseEscalation(caller, grantPermissions({ kind, permissions: next.permissions ?? g.permissions }));
       const updated = Object.keys(next).length ? await repo.updateGrant(db, teamId, id, next) : g;
       return grantView(updated ?? g);
     });

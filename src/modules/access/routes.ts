@@ -101,7 +101,7 @@ export function registerAccessRoutes(app: Http, ctx: AppContext): void {
         response: { 201: Envelope(ProviderGrant) },
       },
     },
-    async (req, reply) => reply.code(201).send(ok(await providers.grant(teamOf(req), req.body), 'Provider granted.')),
+    async (req, reply) => reply.code(201).send(ok(await providers.grant(principalOf(req), req.body), 'Provider granted.')),
   );
   app.get(
     '/v1/provider-grants',
@@ -119,7 +119,7 @@ export function registerAccessRoutes(app: Http, ctx: AppContext): void {
       config: { permission: 'providers:manage', audit: 'provider.updated' },
       schema: { tags, summary: "Change a provider's optional permissions or affiliate ids", params: TokenParams, body: UpdateProviderGrant, response: { 200: Envelope(ProviderGrant) } },
     },
-    async (req) => ok(await providers.update(teamOf(req), req.params.id, req.body), 'Provider grant updated.'),
+    async (req) => ok(await providers.update(principalOf(req), req.params.id, req.body), 'Provider grant updated.'),
   );
   app.delete(
     '/v1/provider-grants/:id',
