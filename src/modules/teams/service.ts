@@ -12,7 +12,12 @@ import * as repo from './repo.ts';
 export const TOKEN_PREFIX = 'csk_';
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** What a token may do: its role's permissions, its explicit set, or (neither: a CLI operator token) the Team Owner's. */
+/**
+ * What a token may do: its role's permissions, its explicit set, or (neither: a CLI operator token)
+ * the Team Owner's permissions. A token is never the Team Owner itself: its principal's role is
+ * null for an operator token and for a token minted with role `owner`, so what only the owner
+ * (a person) may do — transfer ownership — stays with the owner's session.
+ */
 export function tokenPrincipal(token: Row<'api_tokens'>): Principal {
   const role = (token.role as Role | null) ?? null;
   const permissions = token.permissions
@@ -28,7 +33,7 @@ export function tokenPrincipal(token: Row<'api_tokens'>): Principal {
     userId: null,
     sessionId: null,
     providerId: null,
-    role: role ?? (token.permissions ? null : 'owner'),
+    role: role === 'owner' ? null : role,
     permissions: new Set(permissions),
     affiliateIds: scoped || token.affiliate_ids.length > 0 ? token.affiliate_ids : null,
   };
