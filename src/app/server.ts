@@ -35,7 +35,7 @@ import { registerUserRoutes } from '../modules/users/routes.ts';
 import { registerAccessRoutes } from '../modules/access/routes.ts';
 import { registerWebhookRoutes } from '../modules/webhooks/routes.ts';
 import { declarePermission, requirePermission } from './access.ts';
-import { auditHook } from './audit-hook.ts';
+import { registerAuditLog } from './audit-hook.ts';
 import { registerDashboard } from './dashboard.ts';
 import type { AppContext } from './context.ts';
 import { errorBody } from './envelope.ts';
@@ -229,14 +229,14 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
       req.idempotency = { teamId, key, replayed: false, claimedAt: outcome.claimedAt };
     });
 
-    api.addHook('onSend', auditHook(ctx.services.audit));
-
     api.addHook('onSend', async (req, reply, payload) => {
       const idem = req.idempotency;
       if (!idem || idem.replayed) return payload;
       await ctx.services.idempotency.finish(idem.teamId, idem.key, reply.statusCode, typeof payload === 'string' ? payload : String(payload ?? ''), idem.claimedAt);
       return payload;
     });
+    // After the idempotency hook: a committed action's answer is stored before its audit entry is written.
+    registerAuditLog(api, ctx.services.audit);
 
     registerOrderRoutes(api, ctx);
     registerCatalogRoutes(api, ctx);
