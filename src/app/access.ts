@@ -13,7 +13,8 @@ export function isApiPath(url: string): boolean {
 /**
  * onRoute: every API route declares the permission it needs (`config.permission`); a route
  * without one stops the server at startup. The permission is published in the OpenAPI
- * operation as `x-permission` (the permission-matrix test reads it from /openapi.json). The same
+ * operation as `x-permission` (the permission-matrix test reads it from /openapi.json), and its audit
+ * action (`config.audit`) as `x-audit`. The same
  * hook documents each route's operationId and error answers, and in the test suite attaches the
  * contract check (src/app/contract-check.ts).
  */
@@ -32,6 +33,9 @@ function publishPermission(route: RouteOptions): void {
   const schema = (route.schema ?? {}) as Record<string, unknown>;
   schema['x-permission'] = permission;
   if ((route.config as { affiliateScope?: boolean } | undefined)?.affiliateScope) schema['x-affiliate-scope'] = true;
+  // The audit action a change writes (test/audit-coverage.test.ts: every change declares one or is allowlisted).
+  const audit = (route.config as { audit?: string } | undefined)?.audit;
+  if (audit) schema['x-audit'] = audit;
   if (permission === 'public') schema.security = [];
   route.schema = schema;
 }

@@ -29,10 +29,11 @@ export function auditView(r: Row<'audit_log'>) {
 }
 
 /**
- * Request fields kept in an entry: numbers and booleans, and a few plain strings; never free
- * text that could carry a card number or a credential (gateway keys, webhook secrets, passwords).
+ * Request fields kept in an entry: numbers and booleans, and a few plain strings (names and codes);
+ * never free text that could carry a card number or a credential (gateway keys, webhook secrets,
+ * passwords) — a refund's or cancellation's `reason` is free text: only its presence is kept (`fields`).
  */
-const KEPT_STRINGS = new Set(['role', 'status', 'reason', 'kind', 'name', 'type', 'currency', 'mode', 'email', 'time_zone']);
+const KEPT_STRINGS = new Set(['role', 'status', 'kind', 'name', 'type', 'currency', 'mode', 'email', 'time_zone']);
 
 export function auditData(body: unknown): Record<string, unknown> {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return {};

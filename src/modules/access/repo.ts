@@ -63,9 +63,14 @@ export interface AuditFilter {
   created_lte?: Date | undefined;
 }
 
+/** `order.*` is a prefix, not a pattern: `%`, `_` and the escape character itself match only themselves. */
+function escapeLike(prefix: string): string {
+  return prefix.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
 export async function listAudit(db: Executor, teamId: string, f: AuditFilter, afterSeq: number | null, limit: number): Promise<Row<'audit_log'>[]> {
   let q = db.selectFrom('audit_log').selectAll().where('team_id', '=', teamId);
-  if (f.action) q = f.action.endsWith('.*') ? q.where('action', 'like', `${f.action.slice(0, -1)}%`) : q.where('action', '=', f.action);
+  if (f.action) q = f.action.endsWith('.*') ? q.where('action', 'like', `${escapeLike(f.action.slice(0, -1))}%`) : q.where('action', '=', f.action);
   if (f.actor_id) q = q.where('actor_id', '=', f.actor_id);
   if (f.target_id) q = q.where('target_id', '=', f.target_id);
   if (f.created_gte) q = q.where('created_at', '>=', f.created_gte);
