@@ -39,6 +39,11 @@ function positiveInt(value) {
   return n;
 }
 
+function teamKind(value) {
+  if (value !== 'merchant' && value !== 'provider') throw new InvalidArgumentError('must be merchant or provider');
+  return value;
+}
+
 function buildCli() {
   const program = new Command('checkstand')
     .description('Checkstand: self-hostable checkout and order-management API.\nConfiguration is read from the environment: see the README.')
@@ -110,6 +115,18 @@ function buildCli() {
     .option('--role <role>', 'a role other than owner, for a team that already has its owner')
     .option('--json', 'print JSON', false)
     .action(async (o) => (await load('users')).create(o));
+
+  program
+    .command('team')
+    .description('Teams: merchants and provider organisations')
+    .command('create')
+    .description(
+      'Create a team and print its id: a merchant (default), or with --kind provider a Customer Service or Affiliate Provider organisation that merchants grant access (POST /v1/provider-grants); opens the database itself',
+    )
+    .requiredOption('--name <name>', 'the team (or organisation) name')
+    .option('--kind <kind>', 'merchant or provider', teamKind, 'merchant')
+    .option('--json', 'print the team as one JSON object (and nothing else on stdout)', false)
+    .action(async (o) => (await load('commands')).teamCreate(o));
 
   const token = program
     .command('token')

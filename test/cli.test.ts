@@ -32,7 +32,7 @@ describe('checkstand CLI', () => {
     const dir = dataDir();
     const top = await cli(['--help'], dir);
     for (const cmd of ['start', 'serve', 'worker', 'sandbox', 'migrate', 'seed', 'token']) expect(top.stdout).toContain(cmd);
-    const cmds = [['serve'], ['worker'], ['sandbox'], ['migrate'], ['seed'], ['token'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['token', 'rotate']];
+    const cmds = [['serve'], ['worker'], ['sandbox'], ['migrate'], ['seed'], ['token'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['token', 'rotate'], ['team', 'create']];
     const outs = await Promise.all(cmds.map((cmd) => cli([...cmd, '--help'], dir)));
     outs.forEach((r, i) => expect(r.stdout, cmds[i]!.join(' ')).toMatch(/^Usage: checkstand/));
     const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8'));
@@ -71,6 +71,30 @@ describe('checkstand CLI', () => {
     expect((unknown as { code: number }).code).toBe(1);
     expect((unknown as { stderr: string }).stderr).toContain('not found');
   }, 120_000);
+
+  it('team create --kind provider makes a provider organisation and prints its id; --json prints only JSON; a bad kind is refused', async () => {
+    const dir = dataDir();
+    const json = await cli(['team', 'create', '--name', 'Acme Support', '--kind', 'provider', '--json'], dir, { LOG_LEVEL: 'info' });
+    expect(json.stdout.trim().split('\n')).toHaveLength(1);
+    const provider = JSON.parse(json.stdout);
+    expect(provider).toMatchObject({ object: 'team', id: expect.stringMatching(/^team_/), name: 'Acme Support', kind: 'provider' });
+
+    const plain = await cli(['team', 'create', '--name', 'Corner Shop'], dir);
+    const [id, hint] = plain.stdout.trim().split('\n');
+    expect(id).toMatch(/^team_[0-9A-Za-z]+$/);
+    expect(id).not.toBe(provider.id);
+    expect(hint).toContain('a merchant team');
+    // The new team exists: a token can be made for it.
+    const token = JSON.parse((await cli(['token', 'create', '--team', id!, '--json'], dir)).stdout);
+    expect(token).toMatchObject({ team_id: id, token: expect.stringMatching(/^csk_/) });
+
+    const bad = (await cli(['team', 'create', '--name', 'X', '--kind', 'reseller'], dir).catch((e: unknown) => e)) as { code: number; stderr: string };
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('must be merchant or provider');
+    const blank = (await cli(['team', 'create', '--name', '  '], dir).catch((e: unknown) => e)) as { code: number; stderr: string };
+    expect(blank.code).toBe(1);
+    expect(blank.stderr).toContain('--name');
+  }, 180_000);
 
   it('a second process on the same embedded data dir gets a clear error, not a corrupted database', async () => {
     const dir = dataDir();

@@ -1,11 +1,11 @@
 /**
- * The one-shot commands (`seed`, `migrate`, `reconcile`, `token …`) and `worker`. Their stdout is
+ * The one-shot commands (`seed`, `migrate`, `reconcile`, `team create`, `token …`) and `worker`. Their stdout is
  * their answer (`--json` prints only JSON there): logs go to stderr.
  */
 import { loadConfig } from '../app/config.ts';
 import { type Runtime, openRuntime } from '../app/runtime.ts';
 import { seedDemo } from '../app/seed.ts';
-import { tokenView } from '../modules/teams/service.ts';
+import { teamView, tokenView } from '../modules/teams/service.ts';
 import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
 import { startWorkerMetrics } from '../worker/metrics-server.ts';
 import { startWorker } from '../worker/worker.ts';
@@ -87,6 +87,28 @@ export function seed(o: { demo: boolean; json: boolean; teamName: string; sandbo
     const seeded = await seedDemo(rt.ctx, { teamName: o.teamName, sandboxUrl: o.gateway ? (o.sandboxUrl ?? sandboxUrlFromEnv()) : undefined, log: rt.log });
     const cfg = loadConfig();
     console.log(o.json ? JSON.stringify(seeded) : seedSummary(cfg.publicBaseUrl ?? `http://${cfg.host}:${cfg.port}`, seeded));
+  });
+}
+
+/**
+ * `checkstand team create`: a merchant team, or (`--kind provider`) a Customer Service or Affiliate
+ * Provider organisation that merchants then grant access (POST /v1/provider-grants). Opens the
+ * database itself: on the embedded database, stop a running `start`/`serve` first (or use PostgreSQL).
+ */
+export function teamCreate(o: { name: string; kind: string; json: boolean }): Promise<void> {
+  const name = o.name.trim();
+  if (name === '' || name.length > 200) throw new Error('--name must be 1 to 200 characters');
+  if (o.kind !== 'merchant' && o.kind !== 'provider') throw new Error('--kind must be merchant or provider');
+  const kind: 'merchant' | 'provider' = o.kind;
+  return withRuntime(async (rt) => {
+    const team = await rt.ctx.services.teams.createTeam(name, kind);
+    const view = { ...teamView(team), kind: team.kind };
+    if (o.json) return console.log(JSON.stringify(view));
+    const next =
+      kind === 'provider'
+        ? `a provider organisation: a merchant grants it access with POST /v1/provider-grants {"provider_id": "${team.id}", "kind": "customer_service" | "affiliate"}; its users: checkstand user create --team ${team.id}`
+        : `a merchant team: checkstand token create --team ${team.id}, checkstand user create --team ${team.id}`;
+    console.log(`${team.id}\n(${name}: ${next})`);
   });
 }
 
