@@ -64,7 +64,7 @@ export async function invite(d: UsersDeps, principal: Principal, input: InviteIn
       text: [
         `${principal.label} invited you to join ${teamName} on Checkstand as ${ROLE_NAMES[input.role]}.`,
         '',
-        `Accept the invitation: ${base}/accept-invitation?token=${token}`,
+        `Accept the invitation: ${base}/dashboard/accept-invitation?token=${token}`,
         '',
         `(Or POST ${base}/v1/invitations/accept with {"token": "${token}", "name": "…", "password": "…"}.)`,
         `The invitation expires on ${invitation.expires_at.toUTCString()}. If you did not expect it, ignore this mail.`,

@@ -35,7 +35,7 @@ export async function requestPasswordReset(d: UsersDeps, email: string, log?: Ma
       text: [
         'Someone (hopefully you) asked to reset the password of your Checkstand account.',
         '',
-        `Choose a new password: ${base}/reset-password?token=${token}`,
+        `Choose a new password: ${base}/dashboard/reset-password?token=${token}`,
         '',
         `(Or POST ${base}/v1/password-resets/confirm with {"token": "${token}", "password": "…"}.)`,
         `The link works once, for ${RESET_TTL_MINUTES} minutes. Every session of the account is logged out when it is used.`,

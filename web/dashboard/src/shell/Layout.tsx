@@ -7,6 +7,7 @@ import { areaPath } from '../areas/types.ts';
 import { notifyError } from '../lib/errors.tsx';
 import { useSession } from '../lib/session.tsx';
 import { NoAccess } from './NotFound.tsx';
+import { publicPageFor } from './PublicPages.tsx';
 
 const ROLE_NAMES: Record<string, string> = {
   owner: 'Team Owner',
@@ -73,6 +74,8 @@ export function Layout() {
   const pathname = useRouterState({ select: (s) => s.location.pathname });
   const visible = areas.filter((a) => can(a.permission));
   const current = areas.find((a) => pathname === areaPath(a) || pathname.startsWith(`${areaPath(a)}/`));
+  // A page an account mail links to shows alone, signed in or not.
+  if (publicPageFor(pathname)) return <Outlet />;
 
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
