@@ -38,24 +38,7 @@ export async function invite(d: UsersDeps, principal: Principal, input: InviteIn
   assertCanGrant(principal, input.role);
   const email = input.email.trim();
   const token = INVITATION_PREFIX + randomToken(TOKEN_LENGTH);
-  const { invitation, teamName } = await d.store.transaction(async (trx) => {
-    const existing = await repo.findUserByEmail(trx, email);
-    if (existing && (await repo.findMembership(trx, principal.teamId, existing.id))) {
-      throw new ApiError('member_exists', `${email} is already a member of this team.`);
-    }
-    await repo.revokeOpenInvitations(trx, principal.teamId, email);
-    const invitation = await repo.insertInvitation(trx, {
-      id: `inv_${randomToken()}`,
-      team_id: principal.teamId,
-      email,
-      role: input.role,
-      affiliate_ids: [...new Set(input.affiliate_ids ?? [])],
-      token_hash: sha256Hex(token),
-      invited_by: principal.actorId,
-      expires_at: new Date(Date.now() + INVITATION_TTL_DAYS * 86_400_000),
-    });
-    return { invitation, teamName: (await findTeam(trx, principal.teamId))?.name ?? principal.teamId };
-  });
+  const { invitation, teamName } = await createInvitation(d, principal, input, email, token);
   const base = baseUrlOf(d.config);
   const mailSent = await d.mailer.send(
     {
@@ -73,6 +56,38 @@ export async function invite(d: UsersDeps, principal: Principal, input: InviteIn
     log,
   );
   return { ...invitationView(invitation), mail_sent: mailSent };
+}
+
+/**
+ * Replaces the address's open invitation with a new one. Two invitations to one address at the same
+ * time: the second meets the first's row under the `invitations_open` unique index and answers 409.
+ */
+async function createInvitation(d: UsersDeps, principal: Principal, input: InviteInput, email: string, token: string) {
+  try {
+    return await d.store.transaction(async (trx) => {
+      const existing = await repo.findUserByEmail(trx, email);
+      if (existing && (await repo.findMembership(trx, principal.teamId, existing.id))) {
+        throw new ApiError('member_exists', `${email} is already a member of this team.`);
+      }
+      await repo.revokeOpenInvitations(trx, principal.teamId, email);
+      const invitation = await repo.insertInvitation(trx, {
+        id: `inv_${randomToken()}`,
+        team_id: principal.teamId,
+        email,
+        role: input.role,
+        affiliate_ids: [...new Set(input.affiliate_ids ?? [])],
+        token_hash: sha256Hex(token),
+        invited_by: principal.actorId,
+        expires_at: new Date(Date.now() + INVITATION_TTL_DAYS * 86_400_000),
+      });
+      return { invitation, teamName: (await findTeam(trx, principal.teamId))?.name ?? principal.teamId };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err, 'invitations_open')) {
+      throw new ApiError('conflict', `Another invitation to ${email} was created at the same time: it is the open one now (GET /v1/invitations); invite again to replace it.`);
+    }
+    throw err;
+  }
 }
 
 export async function listInvitations(d: UsersDeps, teamId: string, q: ListQuery) {
