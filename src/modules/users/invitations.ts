@@ -12,7 +12,7 @@ import { findTeam } from '../teams/repo.ts';
 import { baseUrlOf, TOKEN_LENGTH, type UsersDeps } from './deps.ts';
 import type { LoggedIn } from './login.ts';
 import { MAX_FAILED_LOGINS, LOCK_SECONDS, throttled } from './login.ts';
-import { assertCanGrant, type AssignableRole } from './members.ts';
+import { assertAffiliateIds, assertCanGrant, type AssignableRole } from './members.ts';
 import { checkPasswordPolicy, hashPassword, verifyPassword } from './passwords.ts';
 import { accessOn } from './principals.ts';
 import * as repo from './repo.ts';
@@ -36,6 +36,7 @@ export interface InviteInput {
  */
 export async function invite(d: UsersDeps, principal: Principal, input: InviteInput, log?: MailLog) {
   assertCanGrant(principal, input.role);
+  assertAffiliateIds(input.role, input.affiliate_ids, 'An Affiliate invitation');
   const email = input.email.trim();
   const token = INVITATION_PREFIX + randomToken(TOKEN_LENGTH);
   const { invitation, teamName } = await createInvitation(d, principal, input, email, token);

@@ -21,6 +21,15 @@ export function assertCanGrant(principal: Principal, role: Role, verb = 'grant')
   }
 }
 
+/** An Affiliate sees only its affiliate ids: without any it would see nothing (422, as for an affiliate API token). */
+export function assertAffiliateIds(role: Role, affiliateIds: readonly string[] | undefined, what: string): void {
+  if (role === 'affiliate' && !affiliateIds?.length) {
+    throw new ApiError('validation_failed', `${what} needs the affiliate ids the member may see (affiliate_ids).`, {
+      fields: [{ path: 'affiliate_ids', message: 'required for role affiliate' }],
+    });
+  }
+}
+
 const ownerRequired = () =>
   new ApiError('owner_required', "A team always has one Team Owner: the owner cannot be removed or given another role. Transfer ownership first (POST /v1/members/{id}/transfer-ownership).");
 
@@ -42,6 +51,7 @@ export async function updateMember(d: UsersDeps, principal: Principal, userId: s
     if (m.role === 'owner') throw ownerRequired();
     assertCanGrant(principal, m.role as Role, 'change');
     if (patch.role) assertCanGrant(principal, patch.role);
+    assertAffiliateIds((patch.role ?? m.role) as Role, patch.affiliate_ids ?? m.affiliate_ids, 'An Affiliate member');
     const set = { ...(patch.role ? { role: patch.role } : {}), ...(patch.affiliate_ids ? { affiliate_ids: [...new Set(patch.affiliate_ids)] } : {}) };
     if (Object.keys(set).length > 0) await repo.updateMembership(trx, principal.teamId, userId, set);
     return memberView((await repo.findMember(trx, principal.teamId, userId))!);
