@@ -1,6 +1,8 @@
 /**
  * Account requests that race: two invitations to one address at the same moment (one 201, the
- * other 409 conflict, never a 500; one open invitation afterwards). Run on PostgreSQL too, where the
+ * other 409 conflict, never a 500; one open invitation afterwards), and many wrong passwords at once
+ * against one account (at most 5 are evaluated before the lock; the rest, and then the right
+ * password, get 429 login_throttled until the lock ends). Run on PostgreSQL too, where the
  * requests really overlap.
  */
 import { sql } from 'kysely';
@@ -75,5 +77,55 @@ describe('two invitations to one address at the same moment', () => {
     const open = await openInvitations(address);
     expect(open).toHaveLength(1);
     expect([a!, b!].filter((r) => r.status === 201).map((r) => r.body.data.id)).toContain(open[0]!.id);
+  });
+});
+
+describe('login lock under parallel guesses', () => {
+  it('20 wrong passwords at once: at most 5 answer invalid_credentials, the rest 429 login_throttled; then the right password is refused until the lock ends', async () => {
+    const t = await app.newTeam();
+    const address = email('target');
+    await app.ctx.services.users.createUser({ teamId: t.teamId, email: address, password: PASSWORD });
+
+    const guesses = await Promise.all(Array.from({ length: 20 }, (_, i) => new SessionClient(app.url).post('/v1/sessions', { email: address, password: `wrong guess number ${i}` })));
+    const wrong = guesses.filter((r) => r.status === 401);
+    const refused = guesses.filter((r) => r.status === 429);
+    expect(wrong.length + refused.length, guesses.map((r) => `${r.status} ${r.text}`).join('\n')).toBe(20);
+    expect(wrong.length).toBeGreaterThanOrEqual(1);
+    expect(wrong.length).toBeLessThanOrEqual(5);
+    for (const r of wrong) expect(r.body.error.code).toBe('invalid_credentials');
+    for (const r of refused) {
+      expect(r.body.error.code).toBe('login_throttled');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+
+    const right = await new SessionClient(app.url).post('/v1/sessions', { email: address, password: PASSWORD });
+    expect(right.status).toBe(429);
+    expect(right.body.error.code).toBe('login_throttled');
+    expect(Number(right.headers.get('retry-after'))).toBeGreaterThan(10 * 60);
+
+    // The lock ends: the right password works, and the count starts again.
+    await app.store.run((db) => db.updateTable('users').set({ locked_until: new Date(Date.now() - 1000) }).where('email', '=', address).execute());
+    const after = await new SessionClient(app.url).post('/v1/sessions', { email: address, password: PASSWORD });
+    expect(after.status, after.text).toBe(201);
+    const row = await app.store.run((db) => db.selectFrom('users').select(['failed_logins', 'locked_until']).where('email', '=', address).executeTakeFirstOrThrow());
+    expect(row.failed_logins).toBe(0);
+    expect(row.locked_until).toBeNull();
+  });
+
+  it('a right password that still needs its two-factor code is not counted; a wrong code is', async () => {
+    const t = await app.newTeam();
+    const address = email('twofactor');
+    await app.ctx.services.users.createUser({ teamId: t.teamId, email: address, password: PASSWORD });
+    await app.store.run((db) => db.updateTable('users').set({ totp_enabled_at: new Date(), totp_secret_enc: null }).where('email', '=', address).execute());
+    const failedLogins = async () =>
+      (await app.store.run((db) => db.selectFrom('users').select(['failed_logins']).where('email', '=', address).executeTakeFirstOrThrow())).failed_logins;
+
+    for (let i = 0; i < 6; i++) {
+      const r = await new SessionClient(app.url).post('/v1/sessions', { email: address, password: PASSWORD });
+      expect(r.body.error.code).toBe('totp_required');
+    }
+    expect(await failedLogins()).toBe(0);
+    expect((await new SessionClient(app.url).post('/v1/sessions', { email: address, password: 'not the password' })).status).toBe(401);
+    expect(await failedLogins()).toBe(1);
   });
 });

@@ -11,7 +11,7 @@ import type { Principal } from '../access/principal.ts';
 import { findTeam } from '../teams/repo.ts';
 import { baseUrlOf, TOKEN_LENGTH, type UsersDeps } from './deps.ts';
 import type { LoggedIn } from './login.ts';
-import { MAX_FAILED_LOGINS, LOCK_SECONDS, throttled } from './login.ts';
+import { checkAttempt, LOCK_SECONDS, MAX_FAILED_LOGINS } from './login.ts';
 import { assertAffiliateIds, assertCanGrant, type AssignableRole } from './members.ts';
 import { checkPasswordPolicy, hashPassword, verifyPassword } from './passwords.ts';
 import { accessOn } from './principals.ts';
@@ -128,12 +128,13 @@ export async function acceptInvitation(d: UsersDeps, input: AcceptInput, meta: R
   const existing = await d.store.run((db) => repo.findUserByEmail(db, inv.email));
   let passwordHash: string | null = null;
   if (existing) {
-    if (existing.locked_until && existing.locked_until.getTime() > Date.now()) throw throttled(existing.locked_until);
+    await checkAttempt(d, existing.id);
     const good =
       (await verifyPassword(input.password, existing.password_hash)) &&
       (!existing.totp_enabled_at || (await d.store.run((db) => totpCodeAccepted(db, d.secrets, existing, input.totp_code))));
-    if (!good) {
-      await d.store.run((db) => repo.recordLoginFailure(db, existing.id, MAX_FAILED_LOGINS, LOCK_SECONDS));
+    if (good) await d.store.run((db) => repo.clearLoginFailures(db, existing.id));
+    else {
+      await d.store.run((db) => repo.settleLoginFailure(db, existing.id, MAX_FAILED_LOGINS, LOCK_SECONDS));
       throw new ApiError('invalid_credentials', `${inv.email} already has a Checkstand account: enter its password${existing.totp_enabled_at ? ' and a two-factor code (totp_code)' : ''} to join the team.`);
     }
   } else {

@@ -52,9 +52,11 @@ export async function startingTeam(db: Executor, user: Row<'users'>, teamId: str
 
 /**
  * E-mail and password (and the TOTP code when two-factor is on) → a new session. An unknown
- * address costs the same scrypt work and answers the same 401 as a wrong password. Each wrong
- * password or code counts; the MAX_FAILED_LOGINS-th locks the account for LOCK_SECONDS (429
- * login_throttled meanwhile, the password not even checked).
+ * address costs the same scrypt work and answers the same 401 as a wrong password. Each attempt is
+ * counted before its password is checked, in the statement that checks the lock (`checkAttempt`),
+ * so parallel guesses cannot all slip past it: at most MAX_FAILED_LOGINS are evaluated, then the
+ * account is refused for LOCK_SECONDS (429 login_throttled, the password not even checked). A
+ * success starts the count again; a right password still waiting for its code is not counted.
  */
 export async function login(d: UsersDeps, input: LoginInput, meta: RequestMeta): Promise<LoggedIn> {
   const [user] = await Promise.all([d.store.run((db) => repo.findUserByEmail(db, input.email)), warmPasswordCheck()]);
@@ -62,22 +64,32 @@ export async function login(d: UsersDeps, input: LoginInput, meta: RequestMeta):
     await burnPasswordCheck(input.password);
     throw invalidCredentials();
   }
-  if (user.locked_until && user.locked_until.getTime() > Date.now()) throw throttled(user.locked_until);
+  await checkAttempt(d, user.id);
   const fail = async (err: ApiError): Promise<never> => {
-    await d.store.run((db) => repo.recordLoginFailure(db, user.id, MAX_FAILED_LOGINS, LOCK_SECONDS));
+    await d.store.run((db) => repo.settleLoginFailure(db, user.id, MAX_FAILED_LOGINS, LOCK_SECONDS));
     throw err;
   };
   if (!(await verifyPassword(input.password, user.password_hash))) await fail(invalidCredentials());
   if (user.totp_enabled_at) {
-    if (!input.totp_code) throw new ApiError('totp_required');
+    if (!input.totp_code) {
+      await d.store.run((db) => repo.releaseLoginAttempt(db, user.id));
+      throw new ApiError('totp_required');
+    }
     if (!(await d.store.run((db) => totpCodeAccepted(db, d.secrets, user, input.totp_code)))) await fail(new ApiError('totp_invalid'));
   }
+  // The credentials were right: the count starts again even if no team can be entered below.
+  await d.store.run((db) => repo.clearLoginFailures(db, user.id));
   return d.store.transaction(async (trx) => {
     const start = await startingTeam(trx, user, input.team_id);
-    await repo.updateUser(trx, user.id, { failed_logins: 0, locked_until: null });
     const opened = await openSession(trx, user.id, start.teamId, meta);
     return { ...opened, user, principal: { ...start, sessionId: opened.session.id } };
   });
+}
+
+/** Reserves one password check for the account (repo.reserveLoginAttempt), or 429 login_throttled. */
+export async function checkAttempt(d: UsersDeps, userId: string): Promise<void> {
+  const r = await d.store.run((db) => repo.reserveLoginAttempt(db, userId, MAX_FAILED_LOGINS, LOCK_SECONDS));
+  if (!r.reserved) throw throttled(r.lockedUntil ?? new Date(Date.now() + LOCK_SECONDS * 1000));
 }
 
 export async function logout(d: UsersDeps, sessionId: string): Promise<void> {

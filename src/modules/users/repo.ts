@@ -40,19 +40,49 @@ export async function claimTotpStep(db: Executor, id: string, step: number): Pro
 }
 
 /**
- * Counts one failed login in one statement; the `max`-th failure locks the account for `lockSeconds`
- * and starts the count again. Returns the lock's end when this failure set it.
+ * Reserves one password check, in the statement that checks the lock (a hot counter: see
+ * ARCHITECTURE.md): while the account is locked nothing changes; else the attempt counts at once
+ * (`failed_logins + 1`, given back by `releaseLoginAttempt` or zeroed by a success). With `max`
+ * attempts already counted and none of them settled, this one sets the lock instead (a crashed
+ * process's reservations cannot keep the account open or shut for ever). So however many attempts
+ * arrive at once, at most `max` are evaluated before the lock. `reserved: false` carries the lock's end.
  */
-export async function recordLoginFailure(db: Executor, id: string, max: number, lockSeconds: number): Promise<Date | null> {
-  const r = await sql<{ locked_until: Date | null; locked_now: boolean }>`
+export async function reserveLoginAttempt(db: Executor, id: string, max: number, lockSeconds: number): Promise<{ reserved: boolean; lockedUntil: Date | null }> {
+  // One UPDATE: a parallel attempt waits for the row and sees this one's count. Afterwards the lock is
+  // active exactly when this attempt was not reserved (it was locked, or it set the lock).
+  const r = await sql<{ locked_until: Date | null; locked: boolean }>`
     UPDATE users SET
-      failed_logins = CASE WHEN failed_logins + 1 >= ${max} THEN 0 ELSE failed_logins + 1 END,
-      locked_until = CASE WHEN failed_logins + 1 >= ${max} THEN now() + make_interval(secs => ${lockSeconds}) ELSE locked_until END,
+      failed_logins = CASE WHEN locked_until > now() THEN failed_logins WHEN failed_logins < ${max} THEN failed_logins + 1 ELSE 0 END,
+      locked_until = CASE WHEN locked_until > now() OR failed_logins < ${max} THEN locked_until ELSE now() + make_interval(secs => ${lockSeconds}) END,
       updated_at = now()
     WHERE id = ${id}
-    RETURNING locked_until, (locked_until > now()) AS locked_now`.execute(db);
+    RETURNING locked_until, coalesce(locked_until > now(), false) AS locked`.execute(db);
   const row = r.rows[0];
-  return row?.locked_now ? row.locked_until : null;
+  if (!row) return { reserved: false, lockedUntil: null };
+  return row.locked ? { reserved: false, lockedUntil: row.locked_until } : { reserved: true, lockedUntil: null };
+}
+
+/**
+ * A reserved attempt failed (wrong password or code): it stays counted; when `max` are counted,
+ * the account locks for `lockSeconds` and the count starts again.
+ */
+export async function settleLoginFailure(db: Executor, id: string, max: number, lockSeconds: number): Promise<void> {
+  await sql`
+    UPDATE users SET
+      locked_until = CASE WHEN failed_logins >= ${max} THEN now() + make_interval(secs => ${lockSeconds}) ELSE locked_until END,
+      failed_logins = CASE WHEN failed_logins >= ${max} THEN 0 ELSE failed_logins END,
+      updated_at = now()
+    WHERE id = ${id}`.execute(db);
+}
+
+/** A reserved attempt that was neither a success nor a failure (the password was right, a code is still needed): no longer counted. */
+export async function releaseLoginAttempt(db: Executor, id: string): Promise<void> {
+  await sql`UPDATE users SET failed_logins = GREATEST(failed_logins - 1, 0), updated_at = now() WHERE id = ${id}`.execute(db);
+}
+
+/** A success: the count starts again and a lock (set meanwhile by a parallel attempt) is lifted. */
+export async function clearLoginFailures(db: Executor, id: string): Promise<void> {
+  await db.updateTable('users').set({ failed_logins: 0, locked_until: null, updated_at: new Date() }).where('id', '=', id).execute();
 }
 
 // ---- memberships
