@@ -1,7 +1,9 @@
 /**
  * The links in account mail lead somewhere: the invitation and password-reset mails name
  * /dashboard/accept-invitation?token=… and /dashboard/reset-password?token=…, which the server answers
- * with the dashboard (200 HTML).
+ * with the dashboard (200 HTML). And POST /v1/password-resets answers before it does any work, for an
+ * address with an account as for one without (no timing signal): it answers 202 while the account's
+ * row is held locked by another transaction.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -69,5 +71,39 @@ describe('the links in account mail', () => {
     expect((await fetch(`${app.url}/reset-password?token=${link.token}`)).status).toBe(404);
     const done = await new SessionClient(app.url).post('/v1/password-resets/confirm', { token: link.token, password: 'a brand new passphrase' });
     expect(done.status, done.text).toBe(200);
+  });
+});
+
+describe('POST /v1/password-resets', () => {
+  it('answers 202 before touching the database, for an account as for an unknown address: it answers while the account row is locked, and mails the link after', async () => {
+    const address = email('locked');
+    await app.ctx.services.users.createUser({ teamId: team.teamId, email: address, password: PASSWORD, role: 'support_l1' });
+    const ask = (to: string) =>
+      fetch(`${app.url}/v1/password-resets`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: to }),
+        // Answering waits for nothing: if it waited for the lock held below, this would give up instead of hanging the test.
+        signal: AbortSignal.timeout(45_000),
+      });
+    const answers = await app.store.transaction(async (trx) => {
+      // Holds the account's row (on PGlite: the only connection). Writing a reset link for it has to wait.
+      await trx.selectFrom('users').select('id').where('email', '=', address).forUpdate().execute();
+      const known = await ask(address);
+      const unknown = await ask(email('nobody'));
+      const resets = await trx
+        .selectFrom('password_resets')
+        .innerJoin('users', 'users.id', 'password_resets.user_id')
+        .select('password_resets.id')
+        .where('users.email', '=', address)
+        .execute();
+      return { known: { status: known.status, body: await known.json() }, unknown: { status: unknown.status, body: await unknown.json() }, resetsWhileLocked: resets.length };
+    });
+    expect(answers.known.status).toBe(202);
+    expect(answers.unknown).toEqual(answers.known);
+    expect(answers.resetsWhileLocked).toBe(0);
+    // Once the lock is gone, the link is written and mailed.
+    const link = await mailedLink(dataDir, address, 'reset-password');
+    expect(link.token).toMatch(/^csr_/);
   });
 });

@@ -10,11 +10,18 @@ export const RESET_TTL_MINUTES = 60;
 const RESET_PREFIX = 'csr_';
 
 /**
- * Always answers the same (the route says 202 whatever happens): only an address with an account
- * gets a link, mailed without the caller waiting for it, so neither the answer nor its timing
- * tells whether the address exists. A new link voids the earlier ones.
+ * Answers before any work (the route says 202 whatever happens): the address is looked up, the link
+ * written and mailed after the answer, so neither the answer nor its timing tells whether the
+ * address has an account. Only an account gets a link; a new link voids the earlier ones. A failure
+ * of that later work is logged, never answered.
  */
-export async function requestPasswordReset(d: UsersDeps, email: string, log?: MailLog): Promise<void> {
+export function requestPasswordReset(d: UsersDeps, email: string, log?: MailLog): void {
+  setImmediate(() => {
+    mailPasswordReset(d, email, log).catch((err: unknown) => log?.warn({ err: { message: (err as Error).message } }, 'password reset could not be prepared'));
+  });
+}
+
+async function mailPasswordReset(d: UsersDeps, email: string, log?: MailLog): Promise<void> {
   const user = await d.store.run((db) => repo.findUserByEmail(db, email));
   if (!user) return;
   const token = RESET_PREFIX + randomToken(TOKEN_LENGTH);
@@ -28,7 +35,7 @@ export async function requestPasswordReset(d: UsersDeps, email: string, log?: Ma
     });
   });
   const base = baseUrlOf(d.config);
-  void d.mailer.send(
+  await d.mailer.send(
     {
       to: user.email,
       subject: 'Reset your Checkstand password',

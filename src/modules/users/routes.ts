@@ -195,7 +195,7 @@ export function registerUserRoutes(app: Http, ctx: AppContext): void {
     '/v1/password-resets',
     { config: { permission: 'public' }, schema: { tags, summary: 'Mail a password reset link', description: 'Always 202, whether the address has an account or not.', body: RequestPasswordReset, response: { 202: Done } } },
     async (req, reply) => {
-      await users.requestPasswordReset(req.body.email, req.log);
+      users.requestPasswordReset(req.body.email, req.log);
       return reply.code(202).send(ok(null, 'If an account uses this address, a reset link is on its way.'));
     },
   );
