@@ -126,7 +126,10 @@ describe('database unavailable', () => {
 
   it('a response whose key could not be stored is stored when the database returns, and replayed', async () => {
     const key = `db-fault-done-${Date.now()}`;
-    injectFaults(failNext(/update "idempotency_keys"/));
+    // The database goes away as the response is being stored, and stays away (every statement from
+    // then on fails, the audit row's and the health probe's too) until the test brings it back.
+    let gone = false;
+    injectFaults((sql) => (gone ||= /update "idempotency_keys"/.test(sql)));
     const first = await team.api.post('/v1/products', { name: 'Stored late' }, { 'idempotency-key': key });
     expect(first.status).toBe(201);
     expect(app.ctx.services.idempotency.unsettledCount).toBe(1);

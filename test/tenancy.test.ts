@@ -81,6 +81,9 @@ beforeAll(async () => {
   ids['webhook-delivery'] = (await app.store.run((db) => db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', hook.id).executeTakeFirstOrThrow())).id;
   ids.affiliate = (await a.api.post('/v1/affiliates', { id: 'a-affiliate', name: 'A affiliate', throttle_rate: 10, automatic_throttling: true })).body.data.id;
   ids['affiliate-postback'] = `pb_${ids.order!.slice(4)}`;
+  // The second order as an affiliate's approved conversion (what /v1/affiliate-orders shows), set directly.
+  ids['affiliate-order'] = paid.body.data.order_number;
+  await app.store.run((db) => db.updateTable('orders').set({ affiliate_id: 'a-affiliate', is_throttle: false, is_test: false, payment_status: 'completed' }).where('team_id', '=', a.teamId).where('id', '=', ids['affiliate-order']!).execute());
   const ticket = await a.api.post('/v1/tickets', { customer_number: ids.customer, subject: 'A ticket', message: { body: 'hello' } });
   ids.ticket = ticket.body.data.id;
   const attachment = await a.api.request('POST', `/v1/tickets/${ids.ticket}/attachments?filename=a.txt`, 'A file', { 'content-type': 'text/plain' });
@@ -105,7 +108,7 @@ afterAll(async () => app?.close());
 /** Fills a route template with team A's id of the right kind. */
 function fill(path: string): string {
   return path.replace(/\{(\w+)\}/g, (_m, name: string) => {
-    const kind = name === 'order_number' ? 'order' : name === 'customer_number' ? 'customer' : path.split('/')[2]!.replace(/ies$/, 'y').replace(/s$/, '');
+    const kind = name === 'order_number' ? (path.startsWith('/v1/affiliate-orders') ? 'affiliate-order' : 'order') : name === 'customer_number' ? 'customer' : path.split('/')[2]!.replace(/ies$/, 'y').replace(/s$/, '');
     // DELETE routes are exercised too: they must 404 for another team before touching anything.
     const id = ids[kind];
     if (!id) throw new Error(`no fixture id for ${kind} in ${path}`);

@@ -75,11 +75,13 @@ export async function removeMember(d: UsersDeps, principal: Principal, userId: s
  * an Account Admin. In one transaction, demotion first: the partial unique index keeps one owner.
  */
 export async function transferOwnership(d: UsersDeps, principal: Principal, userId: string) {
-  if (principal.role !== 'owner') throw new ApiError('permission_denied', 'Only the Team Owner can transfer ownership.');
   try {
     return await d.store.transaction(async (trx) => {
+      // Not found before forbidden: an id from another team (or none) is 404 to every caller, as on
+      // every /v1 route; only a member of this team gets the 403 for a caller who is not its owner.
       const target = await repo.lockMembership(trx, principal.teamId, userId);
       if (!target) throw notFound('Member');
+      if (principal.role !== 'owner') throw new ApiError('permission_denied', 'Only the Team Owner can transfer ownership.');
       if (target.role === 'owner') throw new ApiError('conflict', 'This member is already the Team Owner.');
       const owner = await repo.findOwner(trx, principal.teamId);
       if (owner) await repo.updateMembership(trx, principal.teamId, owner.user_id, { role: 'account_admin' });

@@ -43,7 +43,8 @@ function UserMenu() {
   return (
     <Menu position="bottom-end" withinPortal>
       <Menu.Target>
-        <UnstyledButton aria-label={`Account: ${name}`}>
+        {/* Named by what it shows (the name, then the role): an aria-label that differs from the visible text fails WCAG 2.5.3. */}
+        <UnstyledButton>
           <Group gap={4}>
             <Stack gap={0} align="flex-end">
               <Text size="sm" fw={500}>
