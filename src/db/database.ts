@@ -7,6 +7,8 @@ import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { DatabaseHealth } from './faults.ts';
+import { PipelinedPostgresDialect } from './pg-driver.ts';
+export { deferWrite } from './pg-driver.ts';
 import type { DB } from './schema.ts';
 
 // int8 (bigint) columns hold money in minor units and serial ids; all stay far below 2^53.
@@ -160,8 +162,10 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
       // TCP keepalive: a connection to a server that vanished without a word is found dead.
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
+      // Lets a transaction's BEGIN go out with its first statement (PipelinedPostgresDialect).
+      pipeline: true,
     });
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool) });
     const store = new Store(db, pool, 'postgres', async () => {});
     // The server ending a connection (restart, failover, pg_terminate_backend) emits `error` on its
     // client. pg-pool listens only while the client is idle; a client checked out for a request or

@@ -49,7 +49,7 @@ function listenPostgres(store: Store, channel: string, h: ListenHandlers): WorkL
   };
 
   const connect = async () => {
-    const c = new pg.Client({ ...store.pool.options });
+    const c = new pg.Client({ ...store.pool.options, pipeline: false });
     client = c;
     let lost = false;
     const drop = (err?: unknown) => {

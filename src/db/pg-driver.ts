@@ -1,0 +1,222 @@
+import {
+  type Compilable,
+  type CompiledQuery,
+  type Kysely,
+  type RawBuilder,
+  type DatabaseConnection,
+  type Driver,
+  PostgresDialect,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely';
+import type pg from 'pg';
+
+/**
+ * Kysely's PostgreSQL dialect with one round trip less per transaction: BEGIN is not sent on its
+ * own and awaited, it is written with the transaction's first statement, in one socket write,
+ * on a client in node-postgres's pipeline mode (`new pg.Pool({ pipeline: true })`). PostgreSQL
+ * runs them in order, each with its own Sync: the statement runs inside the transaction exactly
+ * as if BEGIN had been awaited first. A transaction that sends no statement sends no BEGIN and
+ * no COMMIT.
+ *
+ * Why the statement cannot escape the transaction: BEGIN can only fail when the connection does
+ * (a healthy session that is not in a transaction always accepts it; ours never is, since every
+ * transaction ends with COMMIT or ROLLBACK before the client goes back to the pool), and then the
+ * statement written behind it fails too. The BEGIN's own answer is still checked: if it failed,
+ * the transaction fails with its error, and the pool drops the dead client.
+ *
+ * Everything else (one statement at a time per connection, results mapped as Kysely's
+ * PostgresDriver maps them) is as in Kysely's own driver.
+ */
+export class PipelinedPostgresDialect extends PostgresDialect {
+  constructor(private readonly pgPool: pg.Pool) {
+    super({ pool: pgPool });
+  }
+
+  override createDriver(): Driver {
+    return new PipelinedPostgresDriver(this.pgPool);
+  }
+}
+
+const RELEASE = Symbol('release');
+
+class PipelinedPostgresDriver implements Driver {
+  private readonly connections = new WeakMap<pg.PoolClient, PipelinedConnection>();
+  private destroyed = false;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const client = await this.pool.connect();
+    if (this.destroyed) {
+      client.release();
+      throw new Error('driver has already been destroyed');
+    }
+    let connection = this.connections.get(client);
+    if (!connection) {
+      connection = new PipelinedConnection(client);
+      this.connections.set(client, connection);
+    }
+    return connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    let begin = 'begin';
+    if (settings.isolationLevel || settings.accessMode) {
+      begin = 'start transaction';
+      if (settings.isolationLevel) begin += ` isolation level ${settings.isolationLevel}`;
+      if (settings.accessMode) begin += ` ${settings.accessMode}`;
+    }
+    (connection as PipelinedConnection).deferBegin(begin);
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await (connection as PipelinedConnection).end('commit');
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await (connection as PipelinedConnection).end('rollback');
+  }
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    (connection as PipelinedConnection)[RELEASE]();
+  }
+
+  async destroy(): Promise<void> {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    await this.pool.end();
+  }
+}
+
+type Socketish = { cork?: () => void; uncork?: () => void };
+
+/** Compiled writes marked by deferWrite(): sent without waiting for their answer. */
+const DEFERRED = new WeakSet<CompiledQuery>();
+
+/**
+ * A write whose answer the transaction does not need (an insert with no RETURNING whose failure
+ * can only abort the transaction): on PostgreSQL it is written to the connection with the next
+ * statement that is awaited, or with the COMMIT, in the same socket write, instead of costing a
+ * round trip of its own. Its answer is still checked: if it failed, the statement after it and
+ * the COMMIT fail with its own error (PostgreSQL aborted the transaction at it), so nothing of the
+ * transaction commits, as if it had been awaited. Outside a transaction, and on the embedded
+ * database, it is simply executed and awaited.
+ */
+export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilder<unknown>): Promise<void> {
+  // A query builder compiles with its own executor; a raw sql`` template with the handle's.
+  const compiled = 'isRawBuilder' in query ? query.compile(trx) : query.compile();
+  DEFERRED.add(compiled);
+  await trx.executeQuery(compiled);
+}
+
+class PipelinedConnection implements DatabaseConnection {
+  /** The BEGIN (or START TRANSACTION …) still to be written with the transaction's first statement. */
+  private pendingBegin: string | null = null;
+  private inTransaction = false;
+  /** Answers of statements written but not awaited yet (a BEGIN, deferred writes), in order. */
+  private unanswered: Promise<unknown>[] = [];
+  private corked = false;
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  deferBegin(begin: string): void {
+    this.pendingBegin = begin;
+    this.inTransaction = true;
+    this.unanswered = [];
+  }
+
+  /** COMMIT or ROLLBACK; nothing at all when the transaction never sent a statement. */
+  async end(command: 'commit' | 'rollback'): Promise<void> {
+    this.inTransaction = false;
+    if (this.pendingBegin !== null) {
+      this.pendingBegin = null;
+      this.unanswered = [];
+      return;
+    }
+    const ended = this.write(command);
+    this.flush();
+    const failed = await this.firstFailure();
+    if (command === 'commit' && failed) {
+      // PostgreSQL answers a COMMIT of an aborted transaction with ROLLBACK: nothing committed.
+      await ended.catch(() => {});
+      throw failed;
+    }
+    await ended;
+  }
+
+  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.inTransaction && DEFERRED.has(compiled)) {
+      this.unanswered.push(this.write(compiled.sql, compiled.parameters as unknown[]));
+      return { rows: [] };
+    }
+    const answer = this.write(compiled.sql, compiled.parameters as unknown[]);
+    this.flush();
+    let result: pg.QueryResult;
+    try {
+      result = await answer;
+    } catch (err) {
+      // An earlier write that failed aborted the transaction: its error is the one that explains.
+      throw (await this.firstFailure()) ?? err;
+    }
+    // A BEGIN or a deferred write before it failed (the statement itself then ran, or failed, outside it).
+    const failed = await this.firstFailure();
+    if (failed) throw failed;
+    const { command, rowCount, rows } = result;
+    return {
+      numAffectedRows:
+        command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE' ? BigInt(rowCount ?? 0) : undefined,
+      rows: (rows ?? []) as R[],
+    };
+  }
+
+  /** Writes a statement (after the transaction's BEGIN when that is still to go) into the corked socket. */
+  private write(text: string, values?: unknown[]): Promise<pg.QueryResult> {
+    if (!this.corked) {
+      this.stream()?.cork?.();
+      this.corked = true;
+    }
+    if (this.pendingBegin !== null) {
+      const begin = this.pendingBegin;
+      this.pendingBegin = null;
+      this.unanswered.push(this.client.query(begin));
+    }
+    const answer = values ? this.client.query(text, values) : this.client.query(text);
+    answer.catch(() => {});
+    return answer;
+  }
+
+  /** Sends everything written since the last flush in one socket write. */
+  private flush(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.stream()?.uncork?.();
+  }
+
+  /** The first failure among the unanswered statements (all are answered by now: they were sent before). */
+  private async firstFailure(): Promise<Error | null> {
+    if (this.unanswered.length === 0) return null;
+    const settled = await Promise.allSettled(this.unanswered);
+    this.unanswered = [];
+    const failed = settled.find((s) => s.status === 'rejected');
+    return failed ? ((failed as PromiseRejectedResult).reason as Error) : null;
+  }
+
+  private stream(): Socketish | undefined {
+    return (this.client as unknown as { connection?: { stream?: Socketish } }).connection?.stream;
+  }
+
+  streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('streaming is not used by Checkstand');
+  }
+
+  [RELEASE](): void {
+    if (this.corked) this.flush();
+    this.pendingBegin = null;
+    this.inTransaction = false;
+    this.unanswered = [];
+    this.client.release();
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The PostgreSQL driver (src/db/pg-driver.ts): a transaction's BEGIN goes out with its first
+ * statement, and deferWrite() sends a write with the next awaited statement or the COMMIT, in one
+ * socket write, while every answer is still checked: a write that fails fails its transaction with
+ * its own error and nothing of the transaction commits. Socket writes are counted on the pooled
+ * connection's socket (each is one write system call). PostgreSQL only: the embedded database has
+ * no socket (skipped without TEST_DATABASE_URL).
+ */
+import type { Socket } from 'node:net';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deferWrite, openStore, type Store } from '../src/db/database.ts';
+
+const URL = process.env.TEST_DATABASE_URL;
+const TABLE = `pg_driver_test_${process.pid}`;
+
+describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped without it)', () => {
+  let store: Store;
+  let writes = 0;
+  const wrapped = new WeakSet<object>();
+
+  beforeAll(async () => {
+    store = await openStore({ databaseUrl: URL, dataDir: '', poolMax: 1 });
+    store.pool.on('acquire', (client) => {
+      const socket = (client as unknown as { connection: { stream: Socket & Record<string, unknown> } }).connection.stream;
+      if (wrapped.has(socket)) return;
+      wrapped.add(socket);
+      for (const method of ['_write', '_writev'] as const) {
+        const original = socket[method] as (...a: unknown[]) => unknown;
+        socket[method] = function (this: Socket, ...args: unknown[]) {
+          writes++;
+          return original.apply(this, args);
+        };
+      }
+    });
+    await store.run((db) => sql`create table ${sql.table(TABLE)} (id int primary key, v text)`.execute(db));
+  });
+  afterAll(async () => {
+    await store?.run((db) => sql`drop table if exists ${sql.table(TABLE)}`.execute(db)).catch(() => {});
+    await store?.close();
+  });
+
+  const insert = (db: Parameters<Parameters<Store['run']>[0]>[0], id: number, v = 'x') => sql`insert into ${sql.table(TABLE)} (id, v) values (${id}, ${v})`;
+  const ids = async () =>
+    (await store.run((db) => sql<{ id: number }>`select id from ${sql.table(TABLE)} order by id`.execute(db))).rows.map((r) => r.id);
+  const counted = async (fn: () => Promise<unknown>) => {
+    await store.run((db) => sql`select 1`.execute(db)); // the pooled connection exists and is wrapped
+    const before = writes;
+    await fn();
+    return writes - before;
+  };
+
+  it('writes BEGIN with the first statement: a transaction of one statement is two socket writes (BEGIN + statement, COMMIT)', async () => {
+    const n = await counted(() => store.transaction((trx) => insert(trx, 1).execute(trx)));
+    expect(n).toBe(2);
+    expect(await ids()).toContain(1);
+  });
+
+  it('a transaction that sends no statement sends no BEGIN and no COMMIT', async () => {
+    expect(await counted(() => store.transaction(async () => 42))).toBe(0);
+  });
+
+  it('deferred writes go out with the next awaited statement, and they run inside the transaction', async () => {
+    let seen = 0;
+    const n = await counted(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, insert(trx, 11));
+        await deferWrite(trx, insert(trx, 12));
+        seen = (await sql<{ n: number }>`select count(*)::int as n from ${sql.table(TABLE)} where id in (11, 12)`.execute(trx)).rows[0]!.n;
+      }),
+    );
+    expect(seen).toBe(2);
+    expect(n).toBe(2); // BEGIN + both inserts + the select; COMMIT
+    expect(await ids()).toEqual(expect.arrayContaining([11, 12]));
+  });
+
+  it('a deferred write that fails fails the next statement with its own error, and nothing of the transaction commits', async () => {
+    const failed = store.transaction(async (trx) => {
+      await insert(trx, 21).execute(trx);
+      await deferWrite(trx, insert(trx, 21, 'duplicate'));
+      await insert(trx, 22).execute(trx);
+    });
+    await expect(failed).rejects.toMatchObject({ code: '23505' });
+    expect(await ids()).not.toContain(21);
+    expect(await ids()).not.toContain(22);
+  });
+
+  it('a deferred write that fails just before COMMIT fails the commit with its error; nothing commits', async () => {
+    const failed = store.transaction(async (trx) => {
+      await insert(trx, 31).execute(trx);
+      await deferWrite(trx, insert(trx, 31, 'duplicate'));
+    });
+    await expect(failed).rejects.toMatchObject({ code: '23505' });
+    expect(await ids()).not.toContain(31);
+    // The connection is clean for the next transaction.
+    await store.transaction((trx) => insert(trx, 32).execute(trx));
+    expect(await ids()).toContain(32);
+  });
+
+  it('a failing statement after deferred writes rolls them back', async () => {
+    const failed = store.transaction(async (trx) => {
+      await deferWrite(trx, insert(trx, 41));
+      await sql`select 1 / 0`.execute(trx);
+    });
+    await expect(failed).rejects.toMatchObject({ code: '22012' });
+    expect(await ids()).not.toContain(41);
+  });
+
+  it('outside a transaction a deferred write is an ordinary awaited statement', async () => {
+    await store.run((db) => deferWrite(db, insert(db, 51)));
+    expect(await ids()).toContain(51);
+    await expect(store.run((db) => deferWrite(db, insert(db, 51)))).rejects.toMatchObject({ code: '23505' });
+  });
+});
