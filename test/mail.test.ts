@@ -5,8 +5,8 @@ import path from 'node:path';
 import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Row } from '../src/db/schema.ts';
 import { MailService } from '../src/modules/mail/service.ts';
+import type { EmittedEvent } from '../src/modules/events/service.ts';
 import { smtpTransport } from '../src/modules/mail/transport.ts';
 import { startWorker } from '../src/worker/worker.ts';
 import { CARD, email, type Funnel, seedFunnel } from './support/fixtures.ts';
@@ -133,7 +133,7 @@ async function createOrder(t: TestTeam, campaignId: string, offerId: string, cus
   return r.body.data as { order_number: string; customer: { email: string }; total: number };
 }
 
-async function emitCompleted(a: TestApp, teamId: string, order: { order_number: string }): Promise<Row<'events'>> {
+async function emitCompleted(a: TestApp, teamId: string, order: { order_number: string }): Promise<EmittedEvent> {
   return a.store.transaction((trx) => a.ctx.services.events.emit(trx, teamId, 'order.completed', { orderId: order.order_number, object: order }));
 }
 

@@ -12,9 +12,12 @@ export function eventView(e: Row<'events'>) {
 }
 export type EventView = ReturnType<typeof eventView>;
 
+/** An event as its emitter and the sinks see it: what was written, not the columns the database fills in (seq, created_at). */
+export type EmittedEvent = Pick<Row<'events'>, 'id' | 'team_id' | 'type' | 'order_id' | 'payload'>;
+
 /** What webhooks and mail do with an event, inside the transaction that emitted it. */
 export interface EventSink {
-  onEvent(trx: Tx, event: Row<'events'>): Promise<void>;
+  onEvent(trx: Tx, event: EmittedEvent): Promise<void>;
 }
 
 /**
@@ -48,15 +51,13 @@ export class EventsService {
     for (const w of this.wakers) w(queue);
   }
 
-  async emit(trx: Tx, teamId: string, type: EventType, opts: { orderId?: string | null; object: Record<string, unknown> }): Promise<Row<'events'>> {
-    const id = newId('event');
-    const event = await repo.insertEvent(trx, {
-      id,
-      team_id: teamId,
-      type,
-      order_id: opts.orderId ?? null,
-      payload: JSON.stringify({ object: opts.object }),
-    });
+  async emit(trx: Tx, teamId: string, type: EventType, opts: { orderId?: string | null; object: Record<string, unknown> }): Promise<EmittedEvent> {
+    const payload = JSON.stringify({ object: opts.object });
+    const row = { id: newId('event'), team_id: teamId, type, order_id: opts.orderId ?? null, payload };
+    // Nothing of the row is read back: the insert goes out with the transaction's next statement.
+    await repo.writeEvent(trx, row);
+    // The sinks get the payload as the database stores it (JSON), not the caller's objects.
+    const event: EmittedEvent = { ...row, payload: JSON.parse(payload) as Row<'events'>['payload'] };
     for (const sink of this.sinks) await sink.onEvent(trx, event);
     return event;
   }

@@ -1,5 +1,5 @@
 import { type SqlBool, sql } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import { deferWrite, type Executor } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 export interface ListWindow {
@@ -124,5 +124,5 @@ export async function holdsToDeclines(db: Executor, teamId: string, orderId: str
 }
 
 export async function dropHolds(db: Executor, teamId: string, orderId: string): Promise<void> {
-  await db.deleteFrom('fraud_events').where('team_id', '=', teamId).where('order_id', '=', orderId).where('kind', '=', 'hold').execute();
+  await deferWrite(db, db.deleteFrom('fraud_events').where('team_id', '=', teamId).where('order_id', '=', orderId).where('kind', '=', 'hold'));
 }

@@ -1,15 +1,14 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import { deferWrite, type Executor } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
 
-/** A second insert for the same (event, kind) is a no-op: undefined. */
-export async function insertMailOnce(db: Executor, row: NewRow<'mail_messages'>): Promise<Row<'mail_messages'> | undefined> {
-  return db
-    .insertInto('mail_messages')
-    .values(row)
-    .onConflict((oc) => oc.columns(['event_id', 'kind']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
+/**
+ * A mail queued in the transaction of the event that asks for it; a second insert for the same
+ * (event, kind) is a no-op. Nothing is read back: it goes out with the transaction's next
+ * statement or its COMMIT (deferWrite).
+ */
+export async function insertMailOnce(db: Executor, row: NewRow<'mail_messages'>): Promise<void> {
+  await deferWrite(db, db.insertInto('mail_messages').values(row).onConflict((oc) => oc.columns(['event_id', 'kind']).doNothing()));
 }
 
 /**

@@ -9,7 +9,7 @@ import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Row } from '../../db/schema.ts';
 import type { Drainer } from '../../worker/worker.ts';
 import type { CatalogService } from '../catalog/service.ts';
-import type { EventSink } from '../events/service.ts';
+import type { EmittedEvent, EventSink } from '../events/service.ts';
 import { ABANDONMENT_KIND, ABANDONMENT_VARIABLES, abandonmentTemplateOf, renderAbandonmentMail, unknownAbandonmentVariables } from './abandonment.ts';
 import * as repo from './repo.ts';
 import {
@@ -61,7 +61,7 @@ const OrderObject = z.object({
 /** A `lead.abandoned` object: the order view and the lead's checkout link. */
 const LeadObject = OrderObject.extend({ checkout_url: z.string().nullable() });
 
-function orderOf(event: Row<'events'>): MailOrder & { campaign_id: string } {
+function orderOf(event: EmittedEvent): MailOrder & { campaign_id: string } {
   return mailOrderOf(OrderObject.parse((event.payload as { object?: unknown }).object));
 }
 
@@ -158,7 +158,7 @@ export class MailService implements EventSink {
     this.sendChecks.set(kind, check);
   }
 
-  async onEvent(trx: Tx, event: Row<'events'>): Promise<void> {
+  async onEvent(trx: Tx, event: EmittedEvent): Promise<void> {
     if (event.type === 'lead.abandoned') return this.queueAbandonmentMail(trx, event);
     if (event.type !== 'order.completed') return;
     const order = orderOf(event);
@@ -183,7 +183,7 @@ export class MailService implements EventSink {
    * The abandoned-lead mail, queued in the transaction that claimed the lead (so never for a lead
    * paid before the claim), when the campaign enables it and the customer has an address.
    */
-  private async queueAbandonmentMail(trx: Tx, event: Row<'events'>): Promise<void> {
+  private async queueAbandonmentMail(trx: Tx, event: EmittedEvent): Promise<void> {
     const object = LeadObject.parse((event.payload as { object?: unknown }).object);
     const campaign = await this.catalog.findCampaign(trx, event.team_id, object.campaign_id);
     if (!campaign?.abandonment_mail_enabled || !object.customer.email) return;

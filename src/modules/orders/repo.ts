@@ -1,5 +1,5 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import { deferWrite, type Executor } from '../../db/database.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
@@ -174,7 +174,7 @@ export async function findOrderUpsell(db: Executor, teamId: string, orderId: str
 }
 
 export async function insertOrderUpsell(db: Executor, row: NewRow<'order_upsells'>): Promise<void> {
-  await db.insertInto('order_upsells').values(row).execute();
+  await deferWrite(db, db.insertInto('order_upsells').values(row));
 }
 
 /** Moves an upsell claim to a new status only from one of `from` (its table's sources for that status); false when it was in none. */

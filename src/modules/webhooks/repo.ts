@@ -1,5 +1,5 @@
 import { type InsertObject, type SqlBool, sql, type UpdateObject } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import { deferWrite, type Executor } from '../../db/database.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 /** One page of a list: rows strictly after the cursor row, newest first, `limit + 1` of them. */
@@ -81,11 +81,8 @@ export async function failingSince(db: Executor, teamId: string, endpointId: str
 
 export async function insertDeliveries(db: Executor, rows: InsertObject<DB, 'webhook_deliveries'>[]): Promise<void> {
   if (rows.length === 0) return;
-  await db
-    .insertInto('webhook_deliveries')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing())
-    .execute();
+  // No answer needed: sent with the transaction's next statement or its COMMIT (deferWrite).
+  await deferWrite(db, db.insertInto('webhook_deliveries').values(rows).onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing()));
 }
 
 /** A delivery claimed by one worker, with everything needed to send it. */

@@ -9,7 +9,7 @@ import type { Executor, Store, Tx } from '../../db/database.ts';
 import { cursorSeq, type ListableTable, type Page, toPage } from '../../db/pagination.ts';
 import type { Row, RowPatch } from '../../db/schema.ts';
 import type { Drainer } from '../../worker/worker.ts';
-import { type EventSink, type EventsService } from '../events/service.ts';
+import { type EmittedEvent, type EventSink, type EventsService } from '../events/service.ts';
 import * as repo from './repo.ts';
 import type {
   Attempt,
@@ -134,7 +134,7 @@ export class WebhooksService implements EventSink {
 
   // ---- the outbox side: in the emitter's transaction
 
-  async onEvent(trx: Tx, event: Row<'events'>): Promise<void> {
+  async onEvent(trx: Tx, event: EmittedEvent): Promise<void> {
     const { endpointIds } = (await this.subscribers.get(`${event.team_id}\u0000${event.type}`, async () => ({
       endpointIds: Object.freeze((await repo.subscribedEndpoints(trx, event.team_id, event.type)).map((e) => e.id)),
     })))!;
