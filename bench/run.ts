@@ -314,6 +314,8 @@ interface Report {
       db_pool_waiting_max: number;
       /** SQL statements sent in the measured window (API and outbox worker), per completed funnel. In-process server only. */
       db_statements_per_flow: number | null;
+      /** PostgreSQL, in-process server: socket writes to the database per completed funnel (round trips: statements sent together share one). */
+      db_round_trips_per_flow: number | null;
       /**
        * Transactions committed in the measured window per completed funnel, counted on the pool's
        * clients (in-process server only): COMMITs sent plus statements sent outside a transaction
@@ -438,6 +440,7 @@ function printSummary(r: Report, file: string | null): void {
   const cm = srv.db_commits_per_flow;
   lines.push(
     `per funnel: SQL statements ${srv.db_statements_per_flow ?? '? (not counted in child processes)'}` +
+      `${srv.db_round_trips_per_flow !== null ? `    round trips ${srv.db_round_trips_per_flow}` : ''}` +
       `    commits ${cm ? `${cm.total} (${cm.explicit} COMMIT + ${cm.single_statement} single-statement)` : '? (not counted in child processes)'}` +
       `${srv.xact_commit ? `    pg xact_commit ${srv.xact_commit.per_flow ?? '?'} (whole run)` : ''}`,
   );
@@ -911,14 +914,27 @@ async function main(): Promise<number> {
     const pool = rt.ctx.store.pool;
     // Count the statements every pooled client sends (PGlite goes through the same pg.Pool).
     // Transactions too: COMMITs, and statements sent outside a transaction (one transaction each).
-    const db = { statements: 0, commits: 0, single: 0 };
+    // writes: socket writes to PostgreSQL (one system call each): a statement sent with others (a
+    // transaction's BEGIN, deferred writes) shares one. PGlite has no socket: not counted there.
+    const db = { statements: 0, commits: 0, single: 0, writes: 0 };
     let dbAtStart = { ...db };
     let dbStatementsInWindow: number | null = null;
+    let dbWritesInWindow: number | null = null;
     let dbCommitsInWindow: { explicit: number; single: number } | null = null;
     const counted = new WeakSet<object>();
     pool.on('acquire', (client) => {
       if (counted.has(client)) return;
       counted.add(client);
+      const socket = (client as unknown as { connection?: { stream?: Record<string, unknown> } }).connection?.stream;
+      if (rt!.ctx.store.kind === 'postgres' && socket && typeof socket._writev === 'function') {
+        for (const method of ['_write', '_writev'] as const) {
+          const original = socket[method] as (...a: unknown[]) => unknown;
+          socket[method] = function (this: unknown, ...a: unknown[]) {
+            db.writes++;
+            return original.apply(this, a);
+          };
+        }
+      }
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       let inTransaction = false;
       (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
@@ -1008,6 +1024,7 @@ async function main(): Promise<number> {
               const rss = Math.round(process.memoryUsage().rss / 2 ** 20);
               rssAtEnd = { per_process: { [`this process ${process.pid}`]: rss }, max: rss };
               dbStatementsInWindow = db.statements - dbAtStart.statements;
+              if (rt!.ctx.store.kind === 'postgres') dbWritesInWindow = db.writes - dbAtStart.writes;
               dbCommitsInWindow = { explicit: db.commits - dbAtStart.commits, single: db.single - dbAtStart.single };
             }
             receivedAtEnd = uniqueNow();
@@ -1189,6 +1206,7 @@ async function main(): Promise<number> {
     const perFlow = (n: number | null) => (n !== null && result.flowsCompleted > 0 ? Math.round((n / result.flowsCompleted) * 10) / 10 : null);
     const cpuMsPerFlow = mainCores !== null ? perFlow(mainCores * windowMs) : null;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
+    const writesPerFlow = perFlow(dbWritesInWindow as number | null);
     // Set in the driver's phase callback (TypeScript cannot see that it ran).
     const windowCommits = dbCommitsInWindow as { explicit: number; single: number } | null;
     const rssMb = rssAtEnd as Report['results']['server']['rss_mb'];
@@ -1425,6 +1443,7 @@ async function main(): Promise<number> {
           machine_cpu_cores: machineCores === null ? null : Math.round(machineCores * 100) / 100,
           db_pool_waiting_max: poolWaitingMax,
           db_statements_per_flow: statementsPerFlow,
+          db_round_trips_per_flow: writesPerFlow,
           db_commits_per_flow: commitsPerFlow,
           xact_commit: xact,
           server_processes: {
