@@ -1,0 +1,90 @@
+/**
+ * The card funnel's round trips to PostgreSQL (issue 13): a warm funnel (lead, pay, upsell,
+ * complete, with a webhook endpoint so the outbox writes its deliveries) sends its statements in
+ * fewer socket writes than statements: each transaction's BEGIN goes with its first statement, and
+ * the writes nothing reads back (the event, its deliveries, the mail row, the upsell claim, the
+ * fraud holds' release) go with the statement after them. Counted on the pooled sockets; the
+ * worker does not run here. PostgreSQL only (skipped without TEST_DATABASE_URL).
+ */
+import type { Socket } from 'node:net';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
+import { startSandbox } from '../src/sandbox/server.ts';
+import { email } from './support/fixtures.ts';
+import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (needs TEST_DATABASE_URL; skipped without it)', () => {
+  let app: TestApp;
+  let team: TestTeam;
+  let sandbox: { url: string; close(): Promise<void> };
+  beforeAll(async () => {
+    sandbox = await startSandbox({ port: 0 });
+    app = await startTestApp({ CONFIG_CACHE_TTL_MS: '600000', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+    team = await app.newTeam('Round trips');
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.close();
+  });
+
+  const created = async (path: string, body: Record<string, unknown>) => {
+    const r = await team.api.post(path, body);
+    expect(r.status, `${path}: ${r.text}`).toBe(201);
+    return r.body.data.id as string;
+  };
+
+  it('sends a warm funnel in at most 36 round trips, fewer than its statements', async () => {
+    const gw = await created('/v1/gateways', { name: 'gw', kind: 'nmi', base_url: sandbox.url, credentials: { security_key: `rt_${process.pid}` }, test_mode: true, is_active: true });
+    const campaign = await created('/v1/campaigns', { name: 'c', currency: 'USD', gateway_id: gw });
+    const product = await created('/v1/products', { name: 'p' });
+    const offer = await created('/v1/offers', { campaign_id: campaign, product_id: product, name: 'o', price: 2500, shipping: 500, billing: 'one_time', fulfillment_type: 'physical' });
+    const upsellOffer = await created('/v1/offers', { campaign_id: campaign, product_id: product, name: 'u', price: 900, shipping: 0, billing: 'one_time', fulfillment_type: 'digital' });
+    const upsell = await created('/v1/upsells', { campaign_id: campaign, offer_id: upsellOffer, step: 1, name: 'u' });
+    await created('/v1/webhook-endpoints', { url: 'http://127.0.0.1:9/hooks', event_types: ['order.completed', 'order.upsell_added'] });
+    const funnel = async () => {
+      const lead = await team.api.post('/checkout/leads', { campaign_id: campaign, customer: { email: email('rt') }, products: [{ offer_id: offer, quantity: 1 }] });
+      expect(lead.status, lead.text).toBe(201);
+      const on = lead.body.data.order_number as string;
+      for (const [path, body] of [
+        ['/checkout/orders/payment', { order_number: on, payment: { card_number: SANDBOX_CARDS.approve, card_exp: '12/39', card_cvv: '123' } }],
+        ['/checkout/orders/upsell', { order_number: on, upsell_id: upsell, quantity: 1 }],
+        ['/checkout/orders/complete', { order_number: on }],
+      ] as const) {
+        const r = await team.api.post(path, body);
+        expect(r.status, `${path}: ${r.text}`).toBe(200);
+      }
+    };
+    await funnel();
+
+    let statements = 0;
+    let writes = 0;
+    const query = pg.Client.prototype.query;
+    const sockets = new Set<Socket>();
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      statements++;
+      const socket = (this as unknown as { connection: { stream: Socket & Record<string, unknown> } }).connection.stream;
+      if (!sockets.has(socket)) {
+        sockets.add(socket);
+        for (const method of ['_write', '_writev'] as const) {
+          const original = socket[method] as (...a: unknown[]) => unknown;
+          socket[method] = function (this: Socket, ...a: unknown[]) {
+            if (sockets.has(socket)) writes++;
+            return original.apply(this, a);
+          };
+        }
+      }
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      await funnel();
+    } finally {
+      pg.Client.prototype.query = query;
+      sockets.clear();
+    }
+    // 47 statements, and as many round trips, before the driver sent statements together; 34 with it.
+    expect(statements).toBeGreaterThan(40);
+    expect(writes).toBeLessThanOrEqual(36);
+    expect(writes).toBeLessThan(statements - 10);
+  });
+});
