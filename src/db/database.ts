@@ -31,7 +31,16 @@ export class DataDirLockedError extends Error {
   }
 }
 
-const txScope = new AsyncLocalStorage<true>();
+/**
+ * The guard against a transaction's callback reaching for the root handle (below). It needs an
+ * AsyncLocalStorage, which on Node 20 turns on promise hooks for every promise of the process
+ * (a few percent of the server's CPU): on under the tests (VITEST) and with CHECKSTAND_TX_GUARD=1,
+ * off otherwise (CHECKSTAND_TX_GUARD=0 turns it off under the tests too).
+ */
+const txGuard = process.env.CHECKSTAND_TX_GUARD === '1' || (process.env.CHECKSTAND_TX_GUARD !== '0' && Boolean(process.env.VITEST));
+const txScope: Pick<AsyncLocalStorage<true>, 'getStore' | 'run'> = txGuard
+  ? new AsyncLocalStorage<true>()
+  : { getStore: () => undefined, run: <R>(_store: true, fn: () => R): R => fn() };
 
 /**
  * The only way services reach the database. `transaction` hands its callback the sole
