@@ -9,7 +9,7 @@
 import type { Socket } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deferWrite, openStore, type Store } from '../src/db/database.ts';
+import { deferWrite, openStore, readTogether, type Store } from '../src/db/database.ts';
 
 const URL = process.env.TEST_DATABASE_URL;
 const TABLE = `pg_driver_test_${process.pid}`;
@@ -104,6 +104,33 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     });
     await expect(failed).rejects.toMatchObject({ code: '22012' });
     expect(await ids()).not.toContain(41);
+  });
+
+  it('readTogether sends independent reads in one socket write (with the BEGIN) and answers each in order', async () => {
+    await store.transaction((trx) => insert(trx, 61, 'sixty-one').execute(trx));
+    let answers: unknown[] = [];
+    const n = await counted(() =>
+      store.transaction(async (trx) => {
+        answers = await readTogether(trx, [
+          sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = ${61}`,
+          sql<{ n: number }>`select count(*)::int as n from ${sql.table(TABLE)}`,
+          sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = ${-1}`,
+        ] as const);
+      }),
+    );
+    expect(n).toBe(2); // BEGIN + the three reads; COMMIT
+    expect(answers[0]).toEqual([{ v: 'sixty-one' }]);
+    expect((answers[1] as { n: number }[])[0]!.n).toBeGreaterThan(0);
+    expect(answers[2]).toEqual([]);
+  });
+
+  it('readTogether: a read that fails fails with its own error, and the transaction rolls back', async () => {
+    const failed = store.transaction(async (trx) => {
+      await insert(trx, 71).execute(trx);
+      await readTogether(trx, [sql`select 1 / 0 as x`, sql`select 1 as y`] as const);
+    });
+    await expect(failed).rejects.toMatchObject({ code: '22012' });
+    expect(await ids()).not.toContain(71);
   });
 
   it('outside a transaction a deferred write is an ordinary awaited statement', async () => {

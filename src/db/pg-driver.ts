@@ -107,9 +107,32 @@ const DEFERRED = new WeakSet<CompiledQuery>();
  */
 export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilder<unknown>): Promise<void> {
   // A query builder compiles with its own executor; a raw sql`` template with the handle's.
-  const compiled = 'isRawBuilder' in query ? query.compile(trx) : query.compile();
+  const compiled = compileWith(trx, query);
   DEFERRED.add(compiled);
   await trx.executeQuery(compiled);
+}
+
+/** A query builder compiles with its own executor; a raw sql`` template with the handle's. */
+function compileWith(db: Kysely<any>, query: Compilable | RawBuilder<unknown>): CompiledQuery {
+  return 'isRawBuilder' in query ? query.compile(db) : query.compile();
+}
+
+type RowsOf<Q> = Q extends Compilable<infer R> ? R[] : Q extends RawBuilder<infer R> ? R[] : never;
+
+/**
+ * Reads that do not depend on each other's answers, sent together: on PostgreSQL written in one
+ * socket write and answered in one round trip (each still its own statement, in order); elsewhere
+ * (the embedded database) run one after another. Resolves with each query's rows, in order.
+ */
+export async function readTogether<Q extends readonly (Compilable<any> | RawBuilder<any>)[]>(db: Kysely<any>, queries: Q): Promise<{ -readonly [K in keyof Q]: RowsOf<Q[K]> }> {
+  const compiled = queries.map((q) => compileWith(db, q));
+  const results = await db.getExecutor().provideConnection(async (connection) => {
+    if (connection instanceof PipelinedConnection) return connection.executeTogether(compiled);
+    const out: QueryResult<unknown>[] = [];
+    for (const c of compiled) out.push(await connection.executeQuery(c));
+    return out;
+  });
+  return results.map((r) => r.rows) as { -readonly [K in keyof Q]: RowsOf<Q[K]> };
 }
 
 class PipelinedConnection implements DatabaseConnection {
@@ -170,6 +193,26 @@ class PipelinedConnection implements DatabaseConnection {
         command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE' ? BigInt(rowCount ?? 0) : undefined,
       rows: (rows ?? []) as R[],
     };
+  }
+
+  /** Several statements written together; each answer awaited, in order (readTogether). */
+  async executeTogether(compiled: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+    const answers = compiled.map((c) => this.write(c.sql, c.parameters as unknown[]));
+    this.flush();
+    const results: QueryResult<unknown>[] = [];
+    for (const answer of answers) {
+      let result: pg.QueryResult;
+      try {
+        result = await answer;
+      } catch (err) {
+        await Promise.allSettled(answers);
+        throw (await this.firstFailure()) ?? err;
+      }
+      results.push({ rows: result.rows ?? [] });
+    }
+    const failed = await this.firstFailure();
+    if (failed) throw failed;
+    return results;
   }
 
   /** Writes a statement (after the transaction's BEGIN when that is still to go) into the corked socket. */
