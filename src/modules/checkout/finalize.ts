@@ -1,5 +1,5 @@
 import { ApiError, notFound } from '../../app/errors.ts';
-import type { Tx } from '../../db/database.ts';
+import { readTogether, type Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { type ExternalBilling, subscriptionView } from '../subscriptions/service.ts';
 import type { ExtpayMembership } from '../../providers/extpay/types.ts';
@@ -115,7 +115,8 @@ export class FinalizeUseCase extends UseCase {
     ORDER.assertMove(order.status, 'completed');
     const now = this.subscriptions.now();
     // What the completion creates first; the move to completed then writes its timeline row naming them, in one statement.
-    const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
+    // The lines and the customer (for the answer and the event) in one round trip.
+    const [lines, [customer]] = await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
     const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
     const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(lines.map((l) => l.offer_id))])).map((o) => [o.id, o]));
     const subscriptions = await this.subscriptions.createForOrder(
@@ -135,7 +136,7 @@ export class FinalizeUseCase extends UseCase {
       { completed_at: now },
     );
     // Completion adds no line: the lines read above are the order's.
-    const view = await this.orders.view(trx, teamId, updated, lines);
+    const view = await this.orders.view(trx, teamId, updated, lines, customer);
     await this.events.emit(trx, teamId, 'order.completed', { orderId: order.id, object: view });
     for (const sub of subscriptions) {
       await this.events.emit(trx, teamId, 'subscription.created', { orderId: order.id, object: subscriptionView(sub) });

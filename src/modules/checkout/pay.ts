@@ -1,6 +1,6 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
-import type { Tx } from '../../db/database.ts';
+import { readTogether, type Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { cardOf, type FirstChargeRequest, type PaymentsService, type RouteRequest } from '../payments/service.ts';
 import { orderView, type PaymentResult } from '../orders/views.ts';
@@ -119,9 +119,9 @@ export class PayUseCase extends UseCase {
         type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested',
         data: { changed, from_status: locked.status },
       }));
-      const lines = await this.orders.rows.linesOf(trx, teamId, [order.id]);
+      // The lines and the customer in one round trip.
+      const [lines, [customer]] = await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
-      const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
       return this.openPayment(trx, order, customer!, route, body.payment, lines, locked.status === 'pending');
     });
     return this.runPayment(teamId, claimed, body.payment);

@@ -1,6 +1,6 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
-import type { Tx } from '../../db/database.ts';
+import { readTogether, type Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { subscriptionView } from '../subscriptions/service.ts';
 import { type PaymentsService } from '../payments/service.ts';
@@ -30,14 +30,19 @@ export class UpsellUseCase extends UseCase {
       if (!order) throw notFound('Order');
       const upsell = await this.catalog.findUpsell(trx, teamId, body.upsell_id);
       if (!upsell) throw notFound('Upsell');
-      const previous = await this.orders.rows.findOrderUpsell(trx, teamId, order.id, upsell.id);
+      // The claim, the saved method and the customer in one round trip (the last two only matter when the upsell goes ahead).
+      const [[previous], [savedMethod], [customer]] = await readTogether(trx, [
+        this.orders.rows.orderUpsellQuery(trx, teamId, order.id, upsell.id),
+        this.ledger.paymentMethodQuery(trx, teamId, order.payment_method_id ?? ''),
+        this.customers.findManyQuery(trx, teamId, [order.customer_id]),
+      ] as const);
       if (previous) return { replay: previous } as const;
       if (!UPSELLABLE.includes(order.status as OrderStatus)) {
         throw new ApiError('order_not_payable', `Order ${order.id} is ${order.status}; upsells need a paid order.`);
       }
       if (upsell.campaign_id !== order.campaign_id) throw invalid('upsell_id', "is not an upsell of this order's campaign");
       if (!upsell.is_active) throw invalid('upsell_id', 'this upsell is not active');
-      const method = order.payment_method_id ? await this.ledger.findPaymentMethod(trx, teamId, order.payment_method_id) : undefined;
+      const method = order.payment_method_id ? savedMethod : undefined;
       if (!method) throw new ApiError('no_saved_payment_method');
       const drafts = await this.orders.priceLines(trx, teamId, order.campaign_id, [{ offer_id: upsell.offer_id, quantity: body.quantity }]);
       const line = { ...drafts[0]!, upsell_id: upsell.id };
@@ -48,7 +53,6 @@ export class UpsellUseCase extends UseCase {
         return { order, method, line, claimId, step: null };
       }
       // Phase 1: the attempt commits with the claim that names it, so a crash leaves a question for the gateway, never an unrecorded charge.
-      const [customer] = await this.customers.findMany(trx, teamId, [order.customer_id]);
       const opened = await this.payments.openSavedCharge(trx, {
         step: `upsell:${upsell.id}`,
         teamId,

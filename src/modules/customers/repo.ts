@@ -25,7 +25,12 @@ export async function findCustomer(db: Executor, teamId: string, id: string): Pr
 
 export async function findCustomersByIds(db: Executor, teamId: string, ids: readonly string[]): Promise<Row<'customers'>[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids).execute();
+  return customersQuery(db, teamId, ids).execute();
+}
+
+/** Customers by id, as a query to send with others (readTogether); `ids` not empty. */
+export function customersQuery(db: Executor, teamId: string, ids: readonly string[]) {
+  return db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids);
 }
 
 export async function updateCustomer(

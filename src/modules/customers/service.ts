@@ -65,6 +65,11 @@ export class CustomersService {
     return repo.findCustomersByIds(db, teamId, ids);
   }
 
+  /** findMany as a query to send with others (readTogether); `ids` not empty. */
+  findManyQuery(db: Executor, teamId: string, ids: readonly string[]) {
+    return repo.customersQuery(db, teamId, ids);
+  }
+
   update(db: Executor, teamId: string, id: string, patch: { first_name?: string; last_name?: string; phone?: string }) {
     return repo.updateCustomer(db, teamId, id, patch);
   }

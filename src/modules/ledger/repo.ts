@@ -64,7 +64,12 @@ export async function insertPaymentMethod(db: Executor, row: NewRow<'payment_met
 }
 
 export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {
-  return db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+  return paymentMethodQuery(db, teamId, id).executeTakeFirst();
+}
+
+/** A saved payment method, as a query to send with others (readTogether). */
+export function paymentMethodQuery(db: Executor, teamId: string, id: string) {
+  return db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id);
 }
 
 export async function findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string): Promise<Row<'transactions'> | undefined> {

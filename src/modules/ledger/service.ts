@@ -50,6 +50,11 @@ export class LedgerService {
     return repo.findPaymentMethod(db, teamId, id);
   }
 
+  /** findPaymentMethod as a query to send with others (readTogether). */
+  paymentMethodQuery(db: Executor, teamId: string, id: string) {
+    return repo.paymentMethodQuery(db, teamId, id);
+  }
+
   orderTransactions(db: Executor, teamId: string, orderId: string) {
     return repo.listOrderTransactions(db, teamId, orderId);
   }

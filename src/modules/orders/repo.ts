@@ -88,7 +88,12 @@ export async function insertLines(db: Executor, lines: NewRow<'order_lines'>[]):
 
 export async function linesOf(db: Executor, teamId: string, orderIds: readonly string[]): Promise<Row<'order_lines'>[]> {
   if (orderIds.length === 0) return [];
-  return db.selectFrom('order_lines').selectAll().where('team_id', '=', teamId).where('order_id', 'in', orderIds).orderBy('seq').execute();
+  return linesQuery(db, teamId, orderIds).execute();
+}
+
+/** The lines of some orders, as a query to send with others (readTogether); `orderIds` not empty. */
+export function linesQuery(db: Executor, teamId: string, orderIds: readonly string[]) {
+  return db.selectFrom('order_lines').selectAll().where('team_id', '=', teamId).where('order_id', 'in', orderIds).orderBy('seq');
 }
 
 export async function insertEvents(db: Executor, events: NewRow<'order_events'>[]): Promise<void> {
@@ -164,13 +169,12 @@ export async function listOrders(db: Executor, teamId: string, f: OrderFilter): 
 }
 
 export async function findOrderUpsell(db: Executor, teamId: string, orderId: string, upsellId: string): Promise<Row<'order_upsells'> | undefined> {
-  return db
-    .selectFrom('order_upsells')
-    .selectAll()
-    .where('team_id', '=', teamId)
-    .where('order_id', '=', orderId)
-    .where('upsell_id', '=', upsellId)
-    .executeTakeFirst();
+  return orderUpsellQuery(db, teamId, orderId, upsellId).executeTakeFirst();
+}
+
+/** An order's claim on one upsell, as a query to send with others (readTogether). */
+export function orderUpsellQuery(db: Executor, teamId: string, orderId: string, upsellId: string) {
+  return db.selectFrom('order_upsells').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('upsell_id', '=', upsellId);
 }
 
 export async function insertOrderUpsell(db: Executor, row: NewRow<'order_upsells'>): Promise<void> {
