@@ -25,8 +25,9 @@ import type pg from 'pg';
  * statement written behind it fails too. The BEGIN's own answer is still checked: if it failed,
  * the transaction fails with its error, and the pool drops the dead client.
  *
- * Everything else (one statement at a time per connection, results mapped as Kysely's
- * PostgresDriver maps them) is as in Kysely's own driver.
+ * Two more ways to save round trips, both below: deferWrite() (a write sent with the next awaited
+ * statement) and readTogether() (independent reads sent at once). Everything else (results mapped
+ * as Kysely's PostgresDriver maps them) is as in Kysely's own driver.
  */
 export class PipelinedPostgresDialect extends PostgresDialect {
   constructor(private readonly pgPool: pg.Pool) {
@@ -106,7 +107,6 @@ const DEFERRED = new WeakSet<CompiledQuery>();
  * database, it is simply executed and awaited.
  */
 export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilder<unknown>): Promise<void> {
-  // A query builder compiles with its own executor; a raw sql`` template with the handle's.
   const compiled = compileWith(trx, query);
   DEFERRED.add(compiled);
   await trx.executeQuery(compiled);
