@@ -31,6 +31,7 @@ import { createLogger } from '../src/app/logger.ts';
 import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { type DemoSeed, seedDemo } from '../src/app/seed.ts';
 import { buildServer } from '../src/app/server.ts';
+import { countSocketWrites } from '../src/db/socket-writes.ts';
 import type { Http } from '../src/app/http.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
@@ -922,19 +923,11 @@ async function main(): Promise<number> {
     let dbWritesInWindow: number | null = null;
     let dbCommitsInWindow: { explicit: number; single: number } | null = null;
     const counted = new WeakSet<object>();
+    const countWrites = countSocketWrites(() => db.writes++);
     pool.on('acquire', (client) => {
       if (counted.has(client)) return;
       counted.add(client);
-      const socket = (client as unknown as { connection?: { stream?: Record<string, unknown> } }).connection?.stream;
-      if (rt!.ctx.store.kind === 'postgres' && socket && typeof socket._writev === 'function') {
-        for (const method of ['_write', '_writev'] as const) {
-          const original = socket[method] as (...a: unknown[]) => unknown;
-          socket[method] = function (this: unknown, ...a: unknown[]) {
-            db.writes++;
-            return original.apply(this, a);
-          };
-        }
-      }
+      countWrites(client);
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       let inTransaction = false;
       (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {

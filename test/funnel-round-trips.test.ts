@@ -7,11 +7,11 @@
  * (lines and customer; an upsell's claim, saved method and customer) go together. Counted on the pooled sockets; the
  * worker does not run here. PostgreSQL only (skipped without TEST_DATABASE_URL).
  */
-import type { Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
+import { countSocketWrites } from '../src/db/socket-writes.ts';
 import { email } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
@@ -60,28 +60,22 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
 
     let statements = 0;
     let writes = 0;
+    let counting = false;
+    const countWrites = countSocketWrites(() => {
+      if (counting) writes++;
+    });
     const query = pg.Client.prototype.query;
-    const sockets = new Set<Socket>();
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
       statements++;
-      const socket = (this as unknown as { connection: { stream: Socket & Record<string, unknown> } }).connection.stream;
-      if (!sockets.has(socket)) {
-        sockets.add(socket);
-        for (const method of ['_write', '_writev'] as const) {
-          const original = socket[method] as (...a: unknown[]) => unknown;
-          socket[method] = function (this: Socket, ...a: unknown[]) {
-            if (sockets.has(socket)) writes++;
-            return original.apply(this, a);
-          };
-        }
-      }
+      countWrites(this);
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof query;
+    counting = true;
     try {
       await funnel();
     } finally {
+      counting = false;
       pg.Client.prototype.query = query;
-      sockets.clear();
     }
     // 47 statements, and as many round trips, before the driver sent statements together; 30 with it
     // (34 before the reads that do not depend on each other went together).

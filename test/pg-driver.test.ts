@@ -6,10 +6,10 @@
  * connection's socket (each is one write system call). PostgreSQL only: the embedded database has
  * no socket (skipped without TEST_DATABASE_URL).
  */
-import type { Socket } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deferWrite, openStore, readTogether, type Store } from '../src/db/database.ts';
+import { countSocketWrites } from '../src/db/socket-writes.ts';
 
 const URL = process.env.TEST_DATABASE_URL;
 const TABLE = `pg_driver_test_${process.pid}`;
@@ -17,22 +17,10 @@ const TABLE = `pg_driver_test_${process.pid}`;
 describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped without it)', () => {
   let store: Store;
   let writes = 0;
-  const wrapped = new WeakSet<object>();
 
   beforeAll(async () => {
     store = await openStore({ databaseUrl: URL, dataDir: '', poolMax: 1 });
-    store.pool.on('acquire', (client) => {
-      const socket = (client as unknown as { connection: { stream: Socket & Record<string, unknown> } }).connection.stream;
-      if (wrapped.has(socket)) return;
-      wrapped.add(socket);
-      for (const method of ['_write', '_writev'] as const) {
-        const original = socket[method] as (...a: unknown[]) => unknown;
-        socket[method] = function (this: Socket, ...args: unknown[]) {
-          writes++;
-          return original.apply(this, args);
-        };
-      }
-    });
+    store.pool.on('acquire', countSocketWrites(() => writes++));
     await store.run((db) => sql`create table ${sql.table(TABLE)} (id int primary key, v text)`.execute(db));
   });
   afterAll(async () => {

@@ -1,10 +1,6 @@
 import { deferWrite, type Executor } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
 
-export async function insertEvent(db: Executor, row: NewRow<'events'>): Promise<Row<'events'>> {
-  return db.insertInto('events').values(row).returningAll().executeTakeFirstOrThrow();
-}
-
 /** An event written in a transaction that reads nothing of it back (deferWrite: no round trip of its own). */
 export async function writeEvent(db: Executor, row: NewRow<'events'>): Promise<void> {
   await deferWrite(db, db.insertInto('events').values(row));
