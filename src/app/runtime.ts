@@ -142,6 +142,7 @@ export async function openRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       poolMax: config.dbPoolMax,
+      preparedStatements: config.dbPreparedStatements,
       connectTimeoutMs: config.dbConnectTimeoutMs,
       sharedBuffers: config.embeddedSharedBuffers,
     });

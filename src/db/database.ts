@@ -8,6 +8,7 @@ import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { DatabaseHealth } from './faults.ts';
 import { PipelinedPostgresDialect } from './pg-driver.ts';
+import { DEFAULT_PREPARED_STATEMENTS, poolNamingStatements, StatementNames } from './statement-names.ts';
 export { deferWrite, readTogether } from './pg-driver.ts';
 import type { DB } from './schema.ts';
 
@@ -121,6 +122,8 @@ export interface OpenOptions {
   connectTimeoutMs?: number;
   /** The embedded database's shared_buffers (e.g. `16MB`); PostgreSQL's default, 128MB, is most of PGlite's memory. */
   sharedBuffers?: string;
+  /** How many statement texts may be prepared under a name (DATABASE_PREPARED_STATEMENTS; 0: none). */
+  preparedStatements?: number;
 }
 
 const LOCK_STALE_MS = 15_000;
@@ -163,6 +166,8 @@ async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
 }
 
 export async function openStore(opts: OpenOptions): Promise<Store> {
+  const max = opts.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS;
+  const names = max > 0 ? new StatementNames(max) : null;
   if (opts.databaseUrl) {
     const pool = new pg.Pool({
       connectionString: opts.databaseUrl,
@@ -174,7 +179,7 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
       // Lets a transaction's BEGIN go out with its first statement (PipelinedPostgresDialect).
       pipeline: true,
     });
-    const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool) });
+    const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names) });
     const store = new Store(db, pool, 'postgres', async () => {});
     // The server ending a connection (restart, failover, pg_terminate_backend) emits `error` on its
     // client. pg-pool listens only while the client is idle; a client checked out for a request or
@@ -198,7 +203,7 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   const instance = pglite;
   // PGlite is one connection: a pool of one queues callers, so Kysely and everything else share it.
   const pool = new pg.Pool({ ...createPgConfig(instance), max: 1 });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: names ? poolNamingStatements(pool, names) : pool }) });
   return new Store(db, pool, 'pglite', async () => {
     if (owned) await instance.close();
     if (release) await release();

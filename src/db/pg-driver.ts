@@ -10,6 +10,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
+import { ConnectionStatements, type StatementNames } from './statement-names.ts';
 
 /**
  * Kysely's PostgreSQL dialect with one round trip less per transaction: BEGIN is not sent on its
@@ -26,16 +27,20 @@ import type pg from 'pg';
  * the transaction fails with its error, and the pool drops the dead client.
  *
  * Two more ways to save round trips, both below: deferWrite() (a write sent with the next awaited
- * statement) and readTogether() (independent reads sent at once). Everything else (results mapped
- * as Kysely's PostgresDriver maps them) is as in Kysely's own driver.
+ * statement) and readTogether() (independent reads sent at once). Statements are prepared under
+ * names (statement-names.ts) unless `names` is null. Everything else (results mapped as Kysely's
+ * PostgresDriver maps them) is as in Kysely's own driver.
  */
 export class PipelinedPostgresDialect extends PostgresDialect {
-  constructor(private readonly pgPool: pg.Pool) {
+  constructor(
+    private readonly pgPool: pg.Pool,
+    private readonly names: StatementNames | null,
+  ) {
     super({ pool: pgPool });
   }
 
   override createDriver(): Driver {
-    return new PipelinedPostgresDriver(this.pgPool);
+    return new PipelinedPostgresDriver(this.pgPool, this.names);
   }
 }
 
@@ -45,7 +50,10 @@ class PipelinedPostgresDriver implements Driver {
   private readonly connections = new WeakMap<pg.PoolClient, PipelinedConnection>();
   private destroyed = false;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly names: StatementNames | null,
+  ) {}
 
   async init(): Promise<void> {}
 
@@ -57,7 +65,7 @@ class PipelinedPostgresDriver implements Driver {
     }
     let connection = this.connections.get(client);
     if (!connection) {
-      connection = new PipelinedConnection(client);
+      connection = new PipelinedConnection(client, this.names ? new ConnectionStatements(this.names) : null);
       this.connections.set(client, connection);
     }
     return connection;
@@ -143,7 +151,11 @@ class PipelinedConnection implements DatabaseConnection {
   private unanswered: Promise<unknown>[] = [];
   private corked = false;
 
-  constructor(private readonly client: pg.PoolClient) {}
+  constructor(
+    private readonly client: pg.PoolClient,
+    /** The connection's statement names; null: every statement unnamed. */
+    private readonly statements: ConnectionStatements | null,
+  ) {}
 
   deferBegin(begin: string): void {
     this.pendingBegin = begin;
@@ -226,8 +238,8 @@ class PipelinedConnection implements DatabaseConnection {
       this.pendingBegin = null;
       this.unanswered.push(this.client.query(begin));
     }
-    const answer = values ? this.client.query(text, values) : this.client.query(text);
-    answer.catch(() => {});
+    const answer = !values ? this.client.query(text) : this.statements ? this.client.query(this.statements.config(text, values)) : this.client.query(text, values);
+    answer.catch((err: unknown) => this.statements?.failed(err));
     return answer;
   }
 

@@ -24,7 +24,7 @@ export async function insertLeadIfAbsent(db: Executor, row: NewRow<'orders'>): P
   return db
     .insertInto('orders')
     .values(row)
-    .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', 'lead').doNothing())
+    .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', sql.lit('lead')).doNothing())
     .returningAll()
     .executeTakeFirst();
 }
