@@ -7,7 +7,7 @@
  * `extpay` and `threeds` funnels at extpayFlow and threedsFlow):
  *   POST /checkout/leads → POST /checkout/orders/payment (card, charged on the sandbox gateway)
  *   → POST /checkout/orders/upsell (the $9 guide, charged on the saved card) → POST /checkout/orders/complete
- * over Node's global fetch (undici, keep-alive); the provider's pages (sandbox) with plain fetch,
+ * over node:http with keep-alive (plain-http.ts; `--client sdk`: the typed client over fetch); the provider's pages (sandbox) with plain fetch,
  * redirects not followed, as a browser's requests. A flow is measured when it *starts* inside
  * the measured window; all of its requests are then recorded, and flows still in flight at
  * the end of the window are finished (drain) before the result is posted.
@@ -15,6 +15,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Checkstand } from '@checkstand/client';
+import { plainApi } from './plain-http.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import {
@@ -84,7 +85,13 @@ interface Answer {
 
 // The typed client (packages/client) with nothing added: no retries, no Idempotency-Key unless
 // --idempotency-keys asks for one, so each measured call is exactly one request.
-const cs = new Checkstand({ baseUrl: input.baseUrl, token: input.token, maxRetries: 0, autoIdempotencyKeys: false });
+// --client http (the default): the same calls over node:http (plain-http.ts), cheaper for this thread.
+const cs = {
+  api: (input.client === 'sdk' ? new Checkstand({ baseUrl: input.baseUrl, token: input.token, maxRetries: 0, autoIdempotencyKeys: false }).api : plainApi(input.baseUrl, input.token)) as Pick<
+    Checkstand['api'],
+    'POST'
+  >,
+};
 
 /** Times one call; the body is always read (openapi-fetch parses it), so the socket goes back to the pool. */
 async function call(send: (signal: AbortSignal) => Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<Answer> {
@@ -93,8 +100,8 @@ async function call(send: (signal: AbortSignal) => Promise<{ data?: unknown; err
     const r = await send(AbortSignal.timeout(input.requestTimeoutMs));
     return { status: r.response.status, body: r.data ?? r.error, ms: performance.now() - started };
   } catch (err) {
-    const e = err as { name?: string; cause?: { code?: string } };
-    return { status: `network:${e.cause?.code ?? e.name ?? 'error'}`, body: undefined, ms: performance.now() - started };
+    const e = err as { name?: string; code?: string; cause?: { code?: string } };
+    return { status: `network:${e.cause?.code ?? (e.name === 'AbortError' ? undefined : e.code) ?? e.name ?? 'error'}`, body: undefined, ms: performance.now() - started };
   }
 }
 

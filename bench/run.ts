@@ -47,6 +47,8 @@ import {
   type LatencySummary,
   type ReceiverFinal,
   type ReceiverStats,
+  BENCH_CLIENTS,
+  type BenchClient,
   SANDBOX_STEPS,
   SCENARIO_STEPS,
   SCENARIOS,
@@ -95,6 +97,8 @@ interface Options {
   processes: number | null;
   /** Which funnel, i.e. which kind of payment (card, the default; extpay; threeds). */
   scenario: Scenario;
+  /** How the driver calls the API: node:http (the default) or the typed client over fetch. */
+  client: BenchClient;
 }
 
 const USAGE = `Usage: npm run bench [-- options]
@@ -115,6 +119,9 @@ const USAGE = `Usage: npm run bench [-- options]
   --processes <n>       with DATABASE_URL: run the API as \`checkstand serve --processes <n> --with-worker\`
                         child processes instead of in this process          (BENCH_PROCESSES; default: in process)
   --scenario <name>     which funnel (kind of payment): card, extpay or threeds  (BENCH_SCENARIO, default card)
+  --client <name>       how the driver calls the API: http (node:http, keep-alive) or sdk
+                        (the typed @checkstand/client over fetch, several times the driver's CPU)
+                                                                (BENCH_CLIENT, default http)
 
 Scenarios (each with the outbox worker delivering webhooks to a local receiver):
   card     lead → Process Payment (card, sandbox NMI gateway over HTTP) → one upsell → Complete Order
@@ -151,7 +158,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     flags[name] = value;
   }
-  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'scenario', ...BOOLEAN]);
+  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'scenario', 'client', ...BOOLEAN]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
 
   const positive = (n: number) => n > 0;
@@ -179,6 +186,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       if (raw === undefined || raw === '') return 'card';
       if (!(SCENARIOS as readonly string[]).includes(raw)) throw new UsageError(`--scenario must be one of ${SCENARIOS.join(', ')}, got "${raw}"`);
       return raw as Scenario;
+    })(),
+    client: (() => {
+      const raw = flags.client ?? env.BENCH_CLIENT;
+      if (raw === undefined || raw === '') return 'http';
+      if (!(BENCH_CLIENTS as readonly string[]).includes(raw)) throw new UsageError(`--client must be one of ${BENCH_CLIENTS.join(', ')}, got "${raw}"`);
+      return raw as BenchClient;
     })(),
   };
 }
@@ -240,7 +253,8 @@ interface Report {
   };
   git: { commit: string | null; dirty: boolean | null };
   database: { kind: 'pglite' | 'postgres'; server_version: string | null; url: string | null; pool_max: number };
-  parameters: Options & { flow: string[]; card: string; client: string; threads: string; worker: string };
+  /** `client`: how the driver called the API (`--client`); reports from before the option used the typed client over fetch. */
+  parameters: Omit<Options, 'client'> & { flow: string[]; card: string; client: string; threads: string; worker: string };
   targets: {
     funnels_per_s: TargetResult;
     /** The issue's goal beyond the target: reported, not part of all_met. */
@@ -874,7 +888,7 @@ async function main(): Promise<number> {
     log(`server ready at ${baseUrl}${servers ? ` (serve --processes ${opts.processes}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
     log(
       `load: scenario ${opts.scenario} (${SCENARIO_STEPS[opts.scenario].map((e) => STEP_NAMES[e]).join(' → ')}), ${opts.concurrency} concurrent funnels, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
-        `progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? '; profiling the server thread' : ''}`,
+        `driver client ${opts.client}; progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? '; profiling the server thread' : ''}`,
     );
 
     const serumOffer = seed.offers.serum;
@@ -898,6 +912,7 @@ async function main(): Promise<number> {
       requestTimeoutMs: opts.requestTimeoutS * 1000,
       idempotencyKeys: opts.idempotencyKeys,
       runId: randomBytes(4).toString('hex'),
+      client: opts.client,
     };
 
     // Gauges over the measured window: thread utilisation, process and machine CPU, pool queue.
@@ -1356,7 +1371,10 @@ async function main(): Promise<number> {
         ...opts,
         flow: flowLines(opts.scenario, guideUpsell.upsell_id),
         card: cardLine(opts.scenario),
-        client: 'Node global fetch (undici, keep-alive) in a worker thread',
+        client:
+          opts.client === 'sdk'
+            ? 'sdk: the typed @checkstand/client over Node global fetch (undici, keep-alive) in a worker thread'
+            : 'http: node:http with a keep-alive agent in a worker thread (bench/plain-http.ts)',
         threads:
           opts.processes === null
             ? `main: server + outbox worker (+ PGlite); worker threads: driver, sandbox (${provider.label}), webhook receiver`
