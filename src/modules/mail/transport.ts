@@ -68,14 +68,28 @@ export function smtpTransport(url: string): MailTransport {
 export function fileTransport(dir: string): MailTransport {
   const builder = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   const fileOf = (id: string) => path.join(dir, `${id}.eml`);
+  // The folder is made once, not before every message; made again if it was removed since.
+  let dirMade = false;
+  const writeTmp = async (tmp: string, message: Buffer) => {
+    if (!dirMade) {
+      await fs.mkdir(dir, { recursive: true });
+      dirMade = true;
+    }
+    try {
+      await fs.writeFile(tmp, message);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await fs.mkdir(dir, { recursive: true });
+      await fs.writeFile(tmp, message);
+    }
+  };
   return {
     kind: 'file',
     async send(mail) {
       const info = await builder.sendMail(envelopeOf(mail));
-      await fs.mkdir(dir, { recursive: true });
       // Write then rename: a reader never sees half a message.
       const tmp = `${fileOf(mail.id)}.${process.pid}.tmp`;
-      await fs.writeFile(tmp, info.message as Buffer);
+      await writeTmp(tmp, info.message as Buffer);
       await fs.rename(tmp, fileOf(mail.id));
       return { transport: 'file', ref: info.messageId };
     },
