@@ -1,3 +1,5 @@
+import type { ProviderTransport } from './transport.ts';
+
 /** What one JSON call to a provider came to, before any provider-specific reading. */
 export type JsonExchange =
   | { kind: 'answer'; status: number; json: unknown }
@@ -10,33 +12,18 @@ export type JsonExchange =
  * the answer was empty or not JSON.
  */
 export async function exchangeJson(
-  fetchImpl: typeof fetch,
+  transport: ProviderTransport,
   url: string,
   req: { method: 'GET' | 'POST'; headers: Record<string, string>; body: unknown; timeoutMs: number },
 ): Promise<JsonExchange> {
   const headers = { accept: 'application/json', ...req.headers, ...(req.body !== null ? { 'content-type': 'application/json' } : {}) };
-  let status: number;
-  let text: string;
-  try {
-    const res = await fetchImpl(url, {
-      method: req.method,
-      headers,
-      body: req.body === null ? undefined : JSON.stringify(req.body),
-      redirect: 'manual',
-      signal: AbortSignal.timeout(req.timeoutMs),
-    });
-    status = res.status;
-    text = await res.text();
-  } catch (err) {
-    const e = err as { name?: string; cause?: { code?: unknown } };
-    if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'timeout' };
-    return { kind: 'network', code: typeof e.cause?.code === 'string' ? e.cause.code : null };
-  }
+  const r = await transport(url, { method: req.method, headers, body: req.body === null ? undefined : JSON.stringify(req.body), timeoutMs: req.timeoutMs });
+  if (!r.ok) return r.kind === 'timeout' ? { kind: 'timeout' } : { kind: 'network', code: r.code };
   let json: unknown = null;
   try {
-    json = text === '' ? null : JSON.parse(text);
+    json = r.body === '' ? null : JSON.parse(r.body);
   } catch {
     json = null;
   }
-  return { kind: 'answer', status, json };
+  return { kind: 'answer', status: r.status, json };
 }

@@ -52,6 +52,7 @@ import {
   wireList,
 } from './wire.ts';
 import { exchangeJson } from '../http-json.ts';
+import { fetchTransport, type ProviderTransport, undiciTransport } from '../transport.ts';
 
 /**
  * Whop's REST API v1 over HTTP: JSON in and out, `Authorization: Bearer <company API key>`, an
@@ -121,11 +122,11 @@ function byCreated(a: { createdAt: string | null }, b: { createdAt: string | nul
 export class ExtpayAdapter implements ExtpayProviderAdapter {
   readonly kind = 'extpay' as const;
   private readonly timeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: ProviderTransport;
 
   constructor(opts: ExtpayAdapterOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? EXTPAY_DEFAULT_TIMEOUT_MS;
-    this.fetchImpl = opts.fetch ?? fetch;
+    this.transport = opts.fetch ? fetchTransport(opts.fetch) : undiciTransport;
   }
 
   /**
@@ -402,7 +403,7 @@ export class ExtpayAdapter implements ExtpayProviderAdapter {
   private async exchange(conn: ExtpayConnection, method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | null): Promise<Exchange> {
     const headers: Record<string, string> = { authorization: `Bearer ${conn.apiKey}`, 'api-version-date': conn.apiVersionDate ?? EXTPAY_API_VERSION_DATE };
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
-    const r = await exchangeJson(this.fetchImpl, conn.baseUrl.replace(/\/+$/, '') + path, { method, headers, body, timeoutMs: this.timeoutMs });
+    const r = await exchangeJson(this.transport, conn.baseUrl.replace(/\/+$/, '') + path, { method, headers, body, timeoutMs: this.timeoutMs });
     if (r.kind === 'timeout')
       return { ok: false, error: failure('timeout', `The provider did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }) };
     if (r.kind === 'network') return { ok: false, error: failure('network_error', `Could not reach the provider${r.code ? ` (${r.code})` : ''}.`, { safeToRetry: true }) };

@@ -1,3 +1,4 @@
+import { type Exchange, fetchTransport, type ProviderTransport, undiciTransport } from '../transport.ts';
 import { scrubPan } from '../../app/logger.ts';
 import {
   type CardGatewayAdapter,
@@ -176,16 +177,16 @@ export function buildQueryForm(account: GatewayAccount, req: GatewayQueryRequest
   return form;
 }
 
-type Posted = { ok: true; status: number; body: string } | { ok: false; kind: 'timeout' | 'network'; code: string | null };
+type Posted = Exchange;
 
 export class NmiAdapter implements CardGatewayAdapter {
   readonly kind = 'nmi';
   private readonly timeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: ProviderTransport;
 
   constructor(opts: NmiAdapterOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? NMI_DEFAULT_TIMEOUT_MS;
-    this.fetchImpl = opts.fetch ?? fetch;
+    this.transport = opts.fetch ? fetchTransport(opts.fetch) : undiciTransport;
   }
 
   sale(account: GatewayAccount, req: SaleRequest): Promise<GatewayResult> {
@@ -230,24 +231,11 @@ export class NmiAdapter implements CardGatewayAdapter {
     return interpretNmiAnswer(r.body);
   }
 
-  private async post(account: GatewayAccount, path: string, form: URLSearchParams, accept: string): Promise<Posted> {
+  private post(account: GatewayAccount, path: string, form: URLSearchParams, accept: string): Promise<Posted> {
     const url = account.baseUrl.replace(/\/+$/, '') + path;
-    try {
-      const res = await this.fetchImpl(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept },
-        body: form.toString(),
-        // A redirect would re-send the card (or the key) to wherever it points; NMI never redirects these endpoints.
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      return { ok: true, status: res.status, body: await res.text() };
-    } catch (err) {
-      const e = err as { name?: string; cause?: { code?: unknown } };
-      if (e.name === 'TimeoutError' || e.name === 'AbortError') return { ok: false, kind: 'timeout', code: null };
-      return { ok: false, kind: 'network', code: typeof e.cause?.code === 'string' ? e.cause.code : null };
-    }
+    return this.transport(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept }, body: form.toString(), timeoutMs: this.timeoutMs });
   }
+
 }
 
 /** NMI's names for the query types (the same shapes every card gateway answers with). */

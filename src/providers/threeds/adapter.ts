@@ -18,6 +18,7 @@ import type {
 } from './types.ts';
 import { WireError, WireList, WirePayment, WireRefund, buildPaymentBody, fromWirePayment } from './wire.ts';
 import { exchangeJson } from '../http-json.ts';
+import { fetchTransport, type ProviderTransport, undiciTransport } from '../transport.ts';
 
 /**
  * The 3-D Secure card gateway over HTTP: JSON in and out, `Authorization: Bearer <api_key>`,
@@ -97,11 +98,11 @@ function refundResult(w: WireRefund): ThreeDsRefundResult {
 export class ThreeDsAdapter implements ThreeDsGatewayAdapter {
   readonly kind = 'threeds' as const;
   private readonly timeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: ProviderTransport;
 
   constructor(opts: ThreeDsAdapterOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? THREEDS_DEFAULT_TIMEOUT_MS;
-    this.fetchImpl = opts.fetch ?? fetch;
+    this.transport = opts.fetch ? fetchTransport(opts.fetch) : undiciTransport;
   }
 
   async createPayment(account: GatewayAccount, req: ThreeDsPaymentRequest): Promise<ThreeDsPaymentResult> {
@@ -182,7 +183,7 @@ export class ThreeDsAdapter implements ThreeDsGatewayAdapter {
   private async exchange(account: GatewayAccount, method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | null): Promise<Exchange> {
     const headers: Record<string, string> = { authorization: `Bearer ${apiKey(account)}` };
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
-    const r = await exchangeJson(this.fetchImpl, account.baseUrl.replace(/\/+$/, '') + path, { method, headers, body, timeoutMs: this.timeoutMs });
+    const r = await exchangeJson(this.transport, account.baseUrl.replace(/\/+$/, '') + path, { method, headers, body, timeoutMs: this.timeoutMs });
     if (r.kind === 'timeout')
       return { ok: false, error: failure('timeout', `The gateway did not answer within ${this.timeoutMs} ms; the request may have gone through.`, { safeToRetry: true }) };
     if (r.kind === 'network') return { ok: false, error: failure('network_error', `Could not reach the gateway${r.code ? ` (${r.code})` : ''}.`, { safeToRetry: true }) };
