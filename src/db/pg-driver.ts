@@ -128,9 +128,11 @@ function compileWith(db: Kysely<any>, query: Compilable | RawBuilder<unknown>): 
 type RowsOf<Q> = Q extends Compilable<infer R> ? R[] : Q extends RawBuilder<infer R> ? R[] : never;
 
 /**
- * Reads that do not depend on each other's answers, sent together: on PostgreSQL written in one
- * socket write and answered in one round trip (each still its own statement, in order); elsewhere
- * (the embedded database) run one after another. Resolves with each query's rows, in order.
+ * Statements that do not depend on each other's answers, sent together: on PostgreSQL written in
+ * one socket write and answered in one round trip (each still its own statement, run in order, so a
+ * read after a write sees it: an upsell's new line, then all the order's lines); elsewhere (the
+ * embedded database) run one after another. Resolves with each query's rows, in order; the first
+ * that fails rejects it with its own error.
  */
 export async function readTogether<Q extends readonly (Compilable<any> | RawBuilder<any>)[]>(db: Kysely<any>, queries: Q): Promise<{ -readonly [K in keyof Q]: RowsOf<Q[K]> }> {
   const compiled = queries.map((q) => compileWith(db, q));

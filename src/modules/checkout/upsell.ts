@@ -263,18 +263,18 @@ export class UpsellUseCase extends UseCase {
     let updated = current;
     let lines: Row<'order_lines'>[] | undefined;
     if (outcome.approved) {
-      const [added] = await this.orders.rows.insertLines(trx, [{ ...line, order_id: current.id }]);
-      const now = await this.orders.linesAndTotals(trx, teamId, current.id, current.coupon_id);
+      const now = await this.orders.addLineAndTotals(trx, teamId, current.id, current.coupon_id, { ...line, order_id: current.id });
+      const added = now.added;
       lines = now.lines;
       updated = await this.orders.updateWithEvents(trx, current, now.totals, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
       if (current.status === 'completed') {
         // Completed before the upsell (Capture completes a redirected payment at once): the new
         // line still ships and, if it recurs and we bill it, still renews. An extpay upsell is a
         // one-time charge at the provider (one plan per checkout, spec 8): it starts no subscription.
-        await this.fulfillments.addLateLine(trx, teamId, current.id, added!);
+        await this.fulfillments.addLateLine(trx, teamId, current.id, added);
         if (!txn.connection_id) {
-          const [offer] = await this.catalog.findOffers(trx, teamId, [added!.offer_id]);
-          const subs = await this.subscriptions.createForOrder(trx, teamId, current, [{ offer: offer!, quantity: added!.quantity }]);
+          const [offer] = await this.catalog.findOffers(trx, teamId, [added.offer_id]);
+          const subs = await this.subscriptions.createForOrder(trx, teamId, current, [{ offer: offer!, quantity: added.quantity }]);
           for (const sub of subs) await this.events.emit(trx, teamId, 'subscription.created', { orderId: current.id, object: subscriptionView(sub) });
         }
       }

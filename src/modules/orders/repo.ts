@@ -83,7 +83,12 @@ export async function replaceLines(db: Executor, teamId: string, orderId: string
 
 export async function insertLines(db: Executor, lines: NewRow<'order_lines'>[]): Promise<Row<'order_lines'>[]> {
   if (lines.length === 0) return [];
-  return db.insertInto('order_lines').values(lines).returningAll().execute();
+  return insertLinesQuery(db, lines).execute();
+}
+
+/** Inserting lines (`lines` not empty), as a query to send with the read of them that follows (readTogether). */
+export function insertLinesQuery(db: Executor, lines: NewRow<'order_lines'>[]) {
+  return db.insertInto('order_lines').values(lines).returningAll();
 }
 
 export async function linesOf(db: Executor, teamId: string, orderIds: readonly string[]): Promise<Row<'order_lines'>[]> {

@@ -1,7 +1,7 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { iso } from '../../app/schemas.ts';
-import type { Executor, Store, Tx } from '../../db/database.ts';
+import { type Executor, readTogether, type Store, type Tx } from '../../db/database.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Address, NewRow, Row, RowPatch } from '../../db/schema.ts';
 import type { AffiliateBlock, AffiliateScope, AffiliatesService } from '../affiliates/service.ts';
@@ -104,7 +104,20 @@ export class OrdersService {
 
   /** The order's lines and the totals they make (with its coupon): one read of the lines for both. */
   async linesAndTotals(trx: Tx, teamId: string, orderId: string, couponId: string | null) {
-    const lines = await repo.linesOf(trx, teamId, [orderId]);
+    return this.totalsOf(trx, teamId, await repo.linesOf(trx, teamId, [orderId]), couponId);
+  }
+
+  /**
+   * Adds a line to the order, then reads all its lines and the totals they make: the insert and the
+   * read are sent together (one round trip on PostgreSQL; the read, after the insert on the same
+   * connection, sees the new line).
+   */
+  async addLineAndTotals(trx: Tx, teamId: string, orderId: string, couponId: string | null, line: NewRow<'order_lines'>) {
+    const [added, lines] = await readTogether(trx, [repo.insertLinesQuery(trx, [line]), repo.linesQuery(trx, teamId, [orderId])] as const);
+    return { added: added[0]!, ...(await this.totalsOf(trx, teamId, lines, couponId)) };
+  }
+
+  private async totalsOf(trx: Tx, teamId: string, lines: Row<'order_lines'>[], couponId: string | null) {
     const coupon = couponId ? await this.catalog.findCoupon(trx, teamId, couponId) : undefined;
     return { lines, totals: totalsOf(lines, coupon ? discountOf(coupon, lines) : 0) };
   }
