@@ -29,6 +29,7 @@ export const NMI_DEFAULT_TIMEOUT_MS = 30_000;
 export interface NmiAdapterOptions {
   /** Covers the whole exchange, answer body included. */
   timeoutMs?: number;
+  /** A fetch of the caller's (the unit tests' fakes); unset: undici's request (src/providers/transport.ts). */
   fetch?: typeof fetch;
 }
 
