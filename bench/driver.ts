@@ -7,8 +7,8 @@
  * `extpay` and `threeds` funnels at extpayFlow and threedsFlow):
  *   POST /checkout/leads → POST /checkout/orders/payment (card, charged on the sandbox gateway)
  *   → POST /checkout/orders/upsell (the $9 guide, charged on the saved card) → POST /checkout/orders/complete
- * over node:http with keep-alive (plain-http.ts; `--client sdk`: the typed client over fetch); the provider's pages (sandbox) with plain fetch,
- * redirects not followed, as a browser's requests. A flow is measured when it *starts* inside
+ * over node:http with keep-alive (plain-http.ts; `--client sdk`: the typed client over fetch); the
+ * provider's pages (sandbox) with plain fetch, redirects not followed, as a browser's requests. A flow is measured when it *starts* inside
  * the measured window; all of its requests are then recorded, and flows still in flight at
  * the end of the window are finished (drain) before the result is posted.
  */
@@ -94,7 +94,7 @@ const cs = {
 };
 
 /** Times one call; the body is always read (openapi-fetch parses it), so the socket goes back to the pool. */
-async function call(send: (signal: AbortSignal) => Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<Answer> {
+async function call(send: (signal: AbortSignal) => Promise<{ data?: unknown; error?: unknown; response: { status: number } }>): Promise<Answer> {
   const started = performance.now();
   try {
     const r = await send(AbortSignal.timeout(input.requestTimeoutMs));

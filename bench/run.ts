@@ -181,19 +181,16 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       if (truthy(flags.profile ?? env.BENCH_PROFILE)) throw new UsageError('--profile samples the in-process server thread: it cannot profile `serve --processes` children (drop one of the two)');
       return n;
     })(),
-    scenario: (() => {
-      const raw = flags.scenario ?? env.BENCH_SCENARIO;
-      if (raw === undefined || raw === '') return 'card';
-      if (!(SCENARIOS as readonly string[]).includes(raw)) throw new UsageError(`--scenario must be one of ${SCENARIOS.join(', ')}, got "${raw}"`);
-      return raw as Scenario;
-    })(),
-    client: (() => {
-      const raw = flags.client ?? env.BENCH_CLIENT;
-      if (raw === undefined || raw === '') return 'http';
-      if (!(BENCH_CLIENTS as readonly string[]).includes(raw)) throw new UsageError(`--client must be one of ${BENCH_CLIENTS.join(', ')}, got "${raw}"`);
-      return raw as BenchClient;
-    })(),
+    scenario: oneOf('scenario', flags.scenario ?? env.BENCH_SCENARIO, SCENARIOS, 'card'),
+    client: oneOf('client', flags.client ?? env.BENCH_CLIENT, BENCH_CLIENTS, 'http'),
   };
+}
+
+/** An option that names one of a few choices: unset or empty gives the default, anything else exits 2. */
+function oneOf<T extends string>(name: string, raw: string | undefined, choices: readonly T[], fallback: T): T {
+  if (raw === undefined || raw === '') return fallback;
+  if (!(choices as readonly string[]).includes(raw)) throw new UsageError(`--${name} must be one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 // ---------------------------------------------------------------------------------- helpers

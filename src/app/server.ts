@@ -117,10 +117,11 @@ export async function buildServer(ctx: AppContext, logger: Logger): Promise<Http
         return sendError(reply, new ApiError('malformed_json'));
     }
     if (err instanceof SyntaxError && err.statusCode === 400) return sendError(reply, new ApiError('malformed_json'));
-    if (isDatabaseUnavailable(err) || isStalePlan(err)) {
+    const stalePlan = isStalePlan(err);
+    if (stalePlan || isDatabaseUnavailable(err)) {
       // The statement that failed was rolled back with its connection; the client retries with the same key.
       // A stale plan (a table changed under a prepared statement) is prepared again on the next try.
-      req.log.warn({ err: { message: err.message, code: err.code } }, isStalePlan(err) ? 'request failed: a table changed under a prepared statement' : 'request failed: database unavailable');
+      req.log.warn({ err: { message: err.message, code: err.code } }, stalePlan ? 'request failed: a table changed under a prepared statement' : 'request failed: database unavailable');
       return sendError(reply.header('retry-after', String(DATABASE_RETRY_AFTER_S)), new ApiError('database_unavailable'));
     }
     if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {

@@ -240,8 +240,8 @@ class PipelinedConnection implements DatabaseConnection {
       this.pendingBegin = null;
       this.unanswered.push(this.client.query(begin));
     }
-    const answer = !values ? this.client.query(text) : this.statements ? this.client.query(this.statements.config(text, values)) : this.client.query(text, values);
-    answer.catch((err: unknown) => this.statements?.failed(err));
+    const answer = !values ? this.client.query(text) : this.statements ? this.statements.query(this.client, text, values) : this.client.query(text, values);
+    answer.catch(() => {});
     return answer;
   }
 

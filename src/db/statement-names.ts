@@ -45,7 +45,7 @@ export class StatementNames {
     return n;
   }
 
-  /** How many texts have a name (for tests and the bench). */
+  /** How many texts have a name (the tests read it). */
   get named(): number {
     return this.numbers.size;
   }
@@ -68,15 +68,18 @@ export class ConnectionStatements {
     this.prefix = names.prefix();
   }
 
-  /** What node-postgres is given for a statement: a name when the text has one. */
-  config(text: string, values: unknown[]): pg.QueryConfig {
+  /**
+   * Sends a statement on this connection's client, under a name when its text has one. Its answer
+   * rejects as before on failure; a stale plan also makes the connection prepare everything again
+   * under new names.
+   */
+  query(client: pg.ClientBase, text: string, values: unknown[]): Promise<pg.QueryResult> {
     const n = values.length > 0 ? this.names.numberOf(text) : undefined;
-    return n === undefined ? { text, values } : { name: this.prefix + n.toString(36), text, values };
-  }
-
-  /** Called with every failure: after a stale plan, this connection prepares everything again under new names. */
-  failed(err: unknown): void {
-    if (isStalePlan(err)) this.prefix = this.names.prefix();
+    const answer = client.query(n === undefined ? { text, values } : { name: this.prefix + n.toString(36), text, values });
+    answer.catch((err: unknown) => {
+      if (isStalePlan(err)) this.prefix = this.names.prefix();
+    });
+    return answer;
   }
 }
 
@@ -103,11 +106,7 @@ export function poolNamingStatements(pool: pg.Pool, names: StatementNames): Post
       if (!w) {
         const statements = new ConnectionStatements(names);
         w = {
-          query: ((text: string, parameters: readonly unknown[]) => {
-            const answer = client.query(statements.config(text, [...parameters]));
-            answer.catch((err: unknown) => statements.failed(err));
-            return answer;
-          }) as unknown as PostgresPoolClient['query'],
+          query: ((text: string, parameters: readonly unknown[]) => statements.query(client, text, [...parameters])) as unknown as PostgresPoolClient['query'],
           release: () => client.release(),
         };
         wrapped.set(client, w);

@@ -68,13 +68,8 @@ export function smtpTransport(url: string): MailTransport {
 export function fileTransport(dir: string): MailTransport {
   const builder = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   const fileOf = (id: string) => path.join(dir, `${id}.eml`);
-  // The folder is made once, not before every message; made again if it was removed since.
-  let dirMade = false;
+  // The folder is made when a write finds it missing (the first, or after it was removed), not before every message.
   const writeTmp = async (tmp: string, message: Buffer) => {
-    if (!dirMade) {
-      await fs.mkdir(dir, { recursive: true });
-      dirMade = true;
-    }
     try {
       await fs.writeFile(tmp, message);
     } catch (err) {

@@ -24,6 +24,7 @@ export async function insertLeadIfAbsent(db: Executor, row: NewRow<'orders'>): P
   return db
     .insertInto('orders')
     .values(row)
+    // A literal, not a parameter: a prepared statement cannot match a parameter to the partial index's predicate (42P10).
     .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', sql.lit('lead')).doNothing())
     .returningAll()
     .executeTakeFirst();

@@ -178,8 +178,6 @@ export function buildQueryForm(account: GatewayAccount, req: GatewayQueryRequest
   return form;
 }
 
-type Posted = Exchange;
-
 export class NmiAdapter implements CardGatewayAdapter {
   readonly kind = 'nmi';
   private readonly timeoutMs: number;
@@ -232,11 +230,10 @@ export class NmiAdapter implements CardGatewayAdapter {
     return interpretNmiAnswer(r.body);
   }
 
-  private post(account: GatewayAccount, path: string, form: URLSearchParams, accept: string): Promise<Posted> {
+  private post(account: GatewayAccount, path: string, form: URLSearchParams, accept: string): Promise<Exchange> {
     const url = account.baseUrl.replace(/\/+$/, '') + path;
     return this.transport(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept }, body: form.toString(), timeoutMs: this.timeoutMs });
   }
-
 }
 
 /** NMI's names for the query types (the same shapes every card gateway answers with). */
