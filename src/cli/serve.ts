@@ -10,18 +10,14 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { type Config, loadConfig } from '../app/config.ts';
 import { type Runtime, StartupError, openRuntime } from '../app/runtime.ts';
-import { demoHistoryWanted, startDemoHistory } from '../app/demo-history.ts';
-import { type DemoSeed, seedDemo } from '../app/seed.ts';
+import type { DemoSeed } from '../app/seed.ts';
 import { buildServer } from '../app/server.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
 import { tokenView } from '../modules/teams/service.ts';
-import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
 import { startWorker } from '../worker/worker.ts';
-import { demoFunnelOptions, enableDemoFunnel } from '../../web/demo/funnel.ts';
 import { banner, type PrintedToken } from './banner.ts';
 import { resolveProcessCount, superviseApiProcesses } from './cluster.ts';
 import { type ControlServer, startControlServer } from './control.ts';
-import { createEmbeddedDatabase, embeddedDatabaseMissing } from './embedded-init.ts';
 
 /** The name of the token `start` prints for the demo team. */
 export const DEMO_TOKEN = 'demo';
@@ -206,15 +202,19 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     await rt?.close().catch(() => {});
   };
   try {
-    const sandboxOpts = sandboxOptionsFromEnv();
-    const sandbox = opts.sandbox ? await startSandbox(sandboxOpts).catch((err: unknown) => Promise.reject(portError(err, 'SANDBOX_PORT', sandboxOpts.host ?? '127.0.0.1', sandboxOpts.port ?? 0))) : undefined;
+    // What only `start` uses (the sandbox, the demo, the embedded database's first run) is loaded
+    // only when it runs: an API process of `serve` on PostgreSQL does not hold it in memory.
+    const sandbox = opts.sandbox ? await startSandboxFromEnv() : undefined;
     if (sandbox) cleanups.push(() => sandbox.close());
     // A cluster child shares the port the primary claimed and released: it claims nothing, and
     // the primary has applied the migrations.
     const claimed = clusterChild ? undefined : await claimPort(config.host, config.port);
     cleanups.push(() => new Promise((r) => (claimed ? claimed.close(r) : r(undefined))));
 
-    if (embeddedDatabaseMissing(config)) await createEmbeddedDatabase();
+    if (!config.databaseUrl) {
+      const { createEmbeddedDatabase, embeddedDatabaseMissing } = await import('./embedded-init.ts');
+      if (embeddedDatabaseMissing(config)) await createEmbeddedDatabase();
+    }
     rt = await openRuntime({ config, migrate: !clusterChild });
     const { ctx, log } = rt;
     surviveDatabaseOutages(log);
@@ -226,6 +226,7 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     let state = opts.seedIfEmpty && embedded ? readDemoState(config.dataDir) : undefined;
     let printed: PrintedToken | undefined;
     if (opts.seedIfEmpty && (await ctx.services.teams.listTeams()).length === 0) {
+      const { seedDemo } = await import('../app/seed.ts');
       seed = await seedDemo(ctx, { sandboxUrl: sandbox?.url, log });
       const { token: _token, owner_password: _password, ...ids } = seed;
       state = { ...ids, token_printed: false };
@@ -238,8 +239,9 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     const app = await buildServer(ctx, log);
     cleanups.push(() => app.close());
     // Demo funnel (web/demo) on `npm start`: /demo, with a fresh `demo-funnel` token of the demo team held server-side, never printed.
-    const demo = opts.seedIfEmpty ? await demoFunnelOptions(ctx, seed) : undefined;
-    if (demo) enableDemoFunnel(app, demo);
+    const demoFunnel = opts.seedIfEmpty ? await import('../../web/demo/funnel.ts') : undefined;
+    const demo = demoFunnel ? await demoFunnel.demoFunnelOptions(ctx, seed) : undefined;
+    if (demo) demoFunnel!.enableDemoFunnel(app, demo);
     if (pidHeaderWanted()) app.addHook('onRequest', async (_req, reply) => void reply.header(PID_HEADER, String(process.pid)));
     await new Promise((r) => (claimed ? claimed.close(r) : r(undefined)));
     try {
@@ -282,8 +284,9 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
       }) + '\n',
     );
     if (printed && state && embedded) writeDemoState(config.dataDir, { ...state, token_printed: true });
-    if (opts.demoHistory !== undefined && demoHistoryWanted(opts.demoHistory) && sandbox && state?.gateway_id && !clusterChild) {
-      const history = startDemoHistory(ctx, state, { sandboxUrl: sandbox.url, log, progress: demoHistoryProgress() });
+    const demoHistory = opts.demoHistory !== undefined && sandbox && state?.gateway_id && !clusterChild ? await import('../app/demo-history.ts') : undefined;
+    if (demoHistory && demoHistory.demoHistoryWanted(opts.demoHistory!)) {
+      const history = demoHistory.startDemoHistory(ctx, state!, { sandboxUrl: sandbox!.url, log, progress: demoHistoryProgress() });
       cleanups.push(() => history.stop());
     }
 
@@ -302,6 +305,13 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     await cleanup();
     throw err;
   }
+}
+
+/** The provider sandbox of `start` (SANDBOX_HOST, SANDBOX_PORT), a busy port said with its setting. */
+async function startSandboxFromEnv(): Promise<Awaited<ReturnType<typeof import('../sandbox/server.ts').startSandbox>>> {
+  const { sandboxOptionsFromEnv, startSandbox } = await import('../sandbox/server.ts');
+  const o = sandboxOptionsFromEnv();
+  return startSandbox(o).catch((err: unknown) => Promise.reject(portError(err, 'SANDBOX_PORT', o.host ?? '127.0.0.1', o.port ?? 0)));
 }
 
 /** The demo history's lines on the terminal: when it starts, at each quarter, and when it is done. */

@@ -1,8 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
@@ -191,6 +190,9 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
     return store;
   }
 
+  // PGlite (its JavaScript and WebAssembly) is loaded only for the embedded database: a process on
+  // PostgreSQL never holds it in memory.
+  const [{ PGlite }, { createPgConfig }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/node-postgres')]);
   let release: (() => Promise<void>) | undefined;
   let pglite = opts.pglite;
   if (!pglite) {
