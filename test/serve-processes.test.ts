@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_SEMI_SPACE_MB, apiProcessExecArgv } from '../src/cli/cluster.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -158,6 +159,10 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     const first = await answeringPids(port, 12);
     expect(first.size).toBe(2);
     expect(first.has(primary)).toBe(false);
+    // Each API process runs with the smaller young generation; the primary with Node's own.
+    const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    for (const pid of first) expect(cmdline(pid)).toContain(`--max-semi-space-size=${API_SEMI_SPACE_MB}`);
+    expect(cmdline(primary).some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
 
     // SIGKILL one child: once the primary has seen it die, the port keeps answering (from the
     // other child), and a new child takes its place. (A connection handed to the child in the
@@ -191,6 +196,16 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     for (const pid of [survivor, replacement]) expect(alive(pid), `API process ${pid} still running after the primary exited`).toBe(false);
     const after = await get(port, '/healthz');
     expect('error' in after ? after.error : after.status).toBe('ECONNREFUSED');
+  });
+});
+
+describe('the node flags of an API process', () => {
+  it('adds the smaller young generation to the primary\'s own flags', () => {
+    expect(apiProcessExecArgv(['--enable-source-maps'], undefined)).toEqual(['--enable-source-maps', `--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
+  });
+  it('keeps a size the user gave, as a flag or in NODE_OPTIONS', () => {
+    expect(apiProcessExecArgv(['--max-semi-space-size=16'], undefined)).toEqual(['--max-semi-space-size=16']);
+    expect(apiProcessExecArgv([], '--inspect --max_semi_space_size=32')).toEqual([]);
   });
 });
 
