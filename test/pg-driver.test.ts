@@ -8,7 +8,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deferWrite, openStore, readTogether, type Store } from '../src/db/database.ts';
+import { deferWrite, openStore, readTogether, sendWithNext, type Store } from '../src/db/database.ts';
 import { countSocketWrites } from '../src/db/socket-writes.ts';
 
 const URL = process.env.TEST_DATABASE_URL;
@@ -119,6 +119,60 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     });
     await expect(failed).rejects.toMatchObject({ code: '22012' });
     expect(await ids()).not.toContain(71);
+  });
+
+  it('sendWithNext writes a statement that goes out with the next one and answers when it does, in its place in the order', async () => {
+    await store.transaction((trx) => insert(trx, 81, 'eighty-one').execute(trx));
+    let early: { v: string }[] = [];
+    let counts: number[] = [];
+    const n = await counted(() =>
+      store.transaction(async (trx) => {
+        const answer = sendWithNext(trx, sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = ${81}`);
+        const before = sendWithNext(trx, sql<{ n: number }>`select count(*)::int as n from ${sql.table(TABLE)} where id = ${82}`);
+        await insert(trx, 82).execute(trx);
+        early = await answer;
+        counts = [(await before)[0]!.n, (await sql<{ n: number }>`select count(*)::int as n from ${sql.table(TABLE)} where id = ${82}`.execute(trx)).rows[0]!.n];
+      }),
+    );
+    expect(early).toEqual([{ v: 'eighty-one' }]);
+    // The count written before the insert ran before it; the one after sees it.
+    expect(counts).toEqual([0, 1]);
+    expect(n).toBe(3); // BEGIN + both early reads + the insert; the last select; COMMIT
+  });
+
+  it('sendWithNext awaited at once, with nothing sent after it, still answers (on its own)', async () => {
+    let rows: { one: number }[] = [];
+    const n = await counted(() =>
+      store.transaction(async (trx) => {
+        rows = await sendWithNext(trx, sql<{ one: number }>`select 1 as one`);
+      }),
+    );
+    expect(rows).toEqual([{ one: 1 }]);
+    expect(n).toBe(2); // BEGIN + the read; COMMIT
+  });
+
+  it('sendWithNext: a statement that fails rejects its own promise and fails the next statement with its error; nothing commits', async () => {
+    let own: unknown;
+    const failed = store.transaction(async (trx) => {
+      const early = sendWithNext(trx, sql`select 1 / 0 as x`);
+      early.catch((err: unknown) => (own = err));
+      await insert(trx, 91).execute(trx);
+    });
+    await expect(failed).rejects.toMatchObject({ code: '22012' });
+    expect(own).toMatchObject({ code: '22012' });
+    expect(await ids()).not.toContain(91);
+    // A failure its caller never awaited does not escape as an unhandled rejection, and the connection is clean.
+    await expect(store.transaction(async (trx) => {
+      void sendWithNext(trx, sql`select 1 / 0 as x`);
+      await insert(trx, 92).execute(trx);
+    })).rejects.toMatchObject({ code: '22012' });
+    await store.transaction((trx) => insert(trx, 93).execute(trx));
+    expect(await ids()).toContain(93);
+    expect(await ids()).not.toContain(92);
+  });
+
+  it('outside a transaction sendWithNext is an ordinary awaited statement', async () => {
+    expect(await store.run((db) => sendWithNext(db, sql<{ two: number }>`select 2 as two`))).toEqual([{ two: 2 }]);
   });
 
   it('outside a transaction a deferred write is an ordinary awaited statement', async () => {
