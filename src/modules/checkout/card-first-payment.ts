@@ -120,8 +120,10 @@ export class CardFirstPayment {
       const call = step;
       const outcome = await this.d.payments.sendFirstPayment(call.gateway, call.attempt, req);
       const next = await this.d.store.transaction(async (trx): Promise<{ result: PaymentResult } | { step: FirstStep }> => {
-        const current = (await this.d.orders.rows.findOrder(trx, order.team_id, order.id, { forUpdate: true }))!;
+        // The order's lock goes with the answer's first write (neither depends on the other's result).
+        const locked = this.d.orders.rows.lockOrderWithNext(trx, order.team_id, order.id);
         const recorded = await this.d.payments.first.record(trx, req, call, outcome);
+        const current = (await locked)!;
         // The recovery run recorded this attempt first (and moved the order): answer what it decided.
         if (!recorded) return { result: paymentResult(outcome, orderView(current, customer, lines), call.transactions) };
         if (recorded.kind === 'call') return { step: recorded };

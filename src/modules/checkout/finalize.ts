@@ -1,5 +1,5 @@
 import { ApiError, notFound } from '../../app/errors.ts';
-import { readTogether, type Tx } from '../../db/database.ts';
+import { sendWithNext, type Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { type ExternalBilling, subscriptionView } from '../subscriptions/service.ts';
 import type { ExtpayMembership } from '../../providers/extpay/types.ts';
@@ -95,17 +95,25 @@ export class FinalizeUseCase extends UseCase {
    */
   async completeOrder(teamId: string, orderNumber: string): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
     const done = await this.store.transaction(async (trx) => {
-      const order = await this.orders.rows.findOrder(trx, teamId, orderNumber, { forUpdate: true });
+      // The order under its lock and its lines in one round trip.
+      const { order, lines } = await this.orders.rows.lockOrderWithLines(trx, teamId, orderNumber);
       if (!order) throw notFound('Order');
-      return this.finalizeCompletion(trx, teamId, order);
+      return this.finalizeCompletion(trx, teamId, order, undefined, lines);
     });
     if (!done.alreadyCompleted) this.events.nudge();
     return done;
   }
 
   /** The one completion path, under the order's row lock; later payment confirmations call it too. */
-  async finalizeCompletion(trx: Tx, teamId: string, order: Row<'orders'>, external?: ExternalBilling): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
-    if (order.status === 'completed') return { order: await this.orders.view(trx, teamId, order), alreadyCompleted: true };
+  async finalizeCompletion(
+    trx: Tx,
+    teamId: string,
+    order: Row<'orders'>,
+    external?: ExternalBilling,
+    /** The order's lines, when the caller read them under the order's lock. */
+    linesAsLocked?: Row<'order_lines'>[],
+  ): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
+    if (order.status === 'completed') return { order: await this.orders.view(trx, teamId, order, linesAsLocked), alreadyCompleted: true };
     if (order.payment_status === 'pending_redirect') {
       throw new ApiError('order_not_completable', `Order ${order.id} is waiting for the customer's redirect (pending_redirect); capture the payment before completing it.`);
     }
@@ -115,8 +123,10 @@ export class FinalizeUseCase extends UseCase {
     ORDER.assertMove(order.status, 'completed');
     const now = this.subscriptions.now();
     // What the completion creates first; the move to completed then writes its timeline row naming them, in one statement.
-    // The lines and the customer (for the answer and the event) in one round trip.
-    const [lines, [customer]] = await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
+    // The customer (for the answer and the event) goes with the next statement: the read of the
+    // lines, or, when the caller read them with the lock, the fulfillment's insert or the move.
+    const customerRead = sendWithNext(trx, this.customers.findManyQuery(trx, teamId, [order.customer_id]));
+    const lines = linesAsLocked ?? (await this.orders.rows.linesOf(trx, teamId, [order.id]));
     const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
     const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(lines.map((l) => l.offer_id))])).map((o) => [o.id, o]));
     const subscriptions = await this.subscriptions.createForOrder(
@@ -136,6 +146,7 @@ export class FinalizeUseCase extends UseCase {
       { completed_at: now },
     );
     // Completion adds no line: the lines read above are the order's.
+    const [customer] = await customerRead;
     const view = await this.orders.view(trx, teamId, updated, lines, customer);
     await this.events.emit(trx, teamId, 'order.completed', { orderId: order.id, object: view });
     for (const sub of subscriptions) {

@@ -203,15 +203,22 @@ export class UpsellUseCase extends UseCase {
     customer?: Row<'customers'>,
   ) {
     const answered = await this.store.transaction(async (trx) => {
-      const current = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
+      let current: Row<'orders'>;
       let txn = attempt;
       if (attempt.in_flight) {
-        const closed = await this.payments.closeAttempt(trx, teamId, current.customer_id, attempt, outcome);
+        // With the order's customer in hand (the request's own phase 3), closing the attempt needs
+        // nothing of the order's row: the lock goes with the attempt's UPDATE, in its round trip.
+        const locked = customer ? this.orders.rows.lockOrderWithNext(trx, teamId, orderId) : this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true });
+        const customerId = customer?.id ?? (await locked)!.customer_id;
+        const closed = await this.payments.closeAttempt(trx, teamId, customerId, attempt, outcome);
+        current = (await locked)!;
         if (!closed) {
           const stored = (await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, attempt.id))!;
           return { httpStatus: stored.response_status ?? 409, body: stored.response_body ?? '{}' };
         }
         txn = closed.transaction;
+      } else {
+        current = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
       }
       const approved = outcome.kind === 'approved';
       return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId, customer);

@@ -1,5 +1,5 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
-import { deferWrite, type Executor } from '../../db/database.ts';
+import { deferWrite, type Executor, readTogether, sendWithNext } from '../../db/database.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
@@ -31,9 +31,33 @@ export async function insertLeadIfAbsent(db: Executor, row: NewRow<'orders'>): P
 }
 
 export async function findOrder(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'orders'> | undefined> {
-  let q = db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id);
-  if (opts.forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findOrderQuery(db, teamId, id, opts).executeTakeFirst();
+}
+
+function findOrderQuery(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}) {
+  const q = db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id);
+  return opts.forUpdate ? q.forUpdate() : q;
+}
+
+/**
+ * The order's row lock, taken with the next statement the transaction sends (sendWithNext): for a
+ * caller whose next statements do not depend on the order's columns. They run after the lock is
+ * granted, as if it had been awaited first.
+ */
+export function lockOrderWithNext(db: Executor, teamId: string, id: string): Promise<Row<'orders'> | undefined> {
+  const order = sendWithNext(db, findOrderQuery(db, teamId, id, { forUpdate: true })).then((rows) => rows[0]);
+  // As sendWithNext's own promise: a failure the transaction meets first is not also an unhandled rejection.
+  order.catch(() => {});
+  return order;
+}
+
+/**
+ * The order under its row lock and its lines, in one round trip: the lines are read after the lock
+ * is granted (the statements run in order), so they are the lines of the order as locked.
+ */
+export async function lockOrderWithLines(db: Executor, teamId: string, id: string): Promise<{ order: Row<'orders'> | undefined; lines: Row<'order_lines'>[] }> {
+  const [[order], lines] = await readTogether(db, [findOrderQuery(db, teamId, id, { forUpdate: true }), linesQuery(db, teamId, [id])] as const);
+  return { order, lines: order ? lines : [] };
 }
 
 export async function findOpenLead(db: Executor, teamId: string, campaignId: string, customerId: string): Promise<Row<'orders'> | undefined> {

@@ -40,6 +40,8 @@ import { discountOf, draftLine, type LineDraft, sameAddress, totalsOf } from './
 
 const ORDER_ROWS = {
   findOrder: repo.findOrder,
+  lockOrderWithLines: repo.lockOrderWithLines,
+  lockOrderWithNext: repo.lockOrderWithNext,
   updateOrder: repo.updateOrder,
   insertOrder: repo.insertOrder,
   insertLines: repo.insertLines,
