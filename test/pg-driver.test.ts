@@ -171,6 +171,31 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     expect(await ids()).not.toContain(92);
   });
 
+  it('sendWithNext just before the callback returns goes out with the COMMIT, inside the transaction; its rows can be awaited after it', async () => {
+    let later: Promise<{ id: number }[]> | undefined;
+    const n = await counted(() =>
+      store.transaction(async (trx) => {
+        void sendWithNext(trx, insert(trx, 100));
+        later = sendWithNext(trx, sql<{ id: number }>`insert into ${sql.table(TABLE)} (id, v) values (${101}, 'x') returning id`);
+      }),
+    );
+    expect(n).toBe(1); // BEGIN, the inserts and the COMMIT in one socket write
+    expect(await later).toEqual([{ id: 101 }]);
+    expect(await ids()).toEqual(expect.arrayContaining([100, 101]));
+  });
+
+  it('sendWithNext just before the callback throws is rolled back with the transaction, never run after it', async () => {
+    for (let i = 0; i < 20; i++) {
+      const failed = store.transaction(async (trx) => {
+        // Several in a row: Kysely hands the later ones to the connection only after the earlier ones.
+        for (let k = 0; k < 3; k++) void sendWithNext(trx, insert(trx, 1000 + i * 10 + k));
+        throw new Error('changed my mind');
+      });
+      await expect(failed).rejects.toThrow('changed my mind');
+    }
+    expect((await ids()).filter((id) => id >= 1000 && id < 1200)).toEqual([]);
+  });
+
   it('outside a transaction sendWithNext is an ordinary awaited statement', async () => {
     expect(await store.run((db) => sendWithNext(db, sql<{ two: number }>`select 2 as two`))).toEqual([{ two: 2 }]);
   });

@@ -6,7 +6,7 @@ import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { DatabaseHealth } from './faults.ts';
-import { PipelinedPostgresDialect } from './pg-driver.ts';
+import { handedToConnection, PipelinedPostgresDialect } from './pg-driver.ts';
 import { DEFAULT_PREPARED_STATEMENTS, poolNamingStatements, StatementNames } from './statement-names.ts';
 export { deferWrite, readTogether, sendWithNext } from './pg-driver.ts';
 import type { DB } from './schema.ts';
@@ -42,6 +42,15 @@ const txScope: Pick<AsyncLocalStorage<true>, 'getStore' | 'run'> = txGuard
   ? new AsyncLocalStorage<true>()
   : { getStore: () => undefined, run: <R>(_store: true, fn: () => R): R => fn() };
 
+/** A transaction's callback, then (returned or thrown) every statement it sent with sendWithNext() on the connection before the COMMIT or ROLLBACK. */
+async function settled<T>(trx: Tx, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return await fn(trx);
+  } finally {
+    await handedToConnection(trx);
+  }
+}
+
 /**
  * The only way services reach the database. `transaction` hands its callback the sole
  * handle it may use; `run` refuses to execute inside a transaction, because touching the
@@ -69,7 +78,7 @@ export class Store {
    */
   async transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T> {
     if (txScope.getStore()) throw new Error('nested Store.transaction(): pass the open transaction instead');
-    return this.watched(() => txScope.run(true, () => this.root.transaction().execute(fn)));
+    return this.watched(() => txScope.run(true, () => this.root.transaction().execute((trx) => settled(trx, fn))));
   }
 
   /**
@@ -79,7 +88,7 @@ export class Store {
    */
   async snapshot<T>(fn: (db: Tx) => Promise<T>): Promise<T> {
     if (txScope.getStore()) throw new Error('Store.snapshot() inside a transaction: use the transaction handle');
-    return this.watched(() => txScope.run(true, () => this.root.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(fn)));
+    return this.watched(() => txScope.run(true, () => this.root.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute((trx) => settled(trx, fn))));
   }
 
   /** Statements outside any transaction (single reads, single writes). */

@@ -137,10 +137,35 @@ export function sendWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: K
   const compiled = compileWith(trx, query);
   let answer: Promise<pg.QueryResult> | undefined;
   EARLY.set(compiled, (a) => (answer = a));
-  const rows = trx.executeQuery(compiled).then(async (r) => (answer ? (await answer).rows : r.rows) as RowsOf<Q>);
+  const executed = trx.executeQuery(compiled);
+  // Kysely hands the statement to the connection a few microtasks from now; until then the
+  // transaction must not end (Store.transaction waits: see handedToConnection).
+  let handed = UNHANDED.get(trx);
+  if (!handed) UNHANDED.set(trx, (handed = new Set()));
+  const done: Promise<unknown> = executed.then(
+    () => handed.delete(done),
+    () => handed.delete(done),
+  );
+  handed.add(done);
+  const rows = executed.then(async (r) => (answer ? (await answer).rows : r.rows) as RowsOf<Q>);
   // A transaction that failed before its caller awaited this must not end the process as an unhandled rejection.
   rows.catch(() => {});
   return rows;
+}
+
+/** Per transaction handle: its sendWithNext() statements not yet handed to the connection. */
+const UNHANDED = new WeakMap<Kysely<any>, Set<Promise<unknown>>>();
+
+/**
+ * Resolves once every sendWithNext() statement of this transaction is on its connection. The
+ * transaction's COMMIT or ROLLBACK is written by Kysely straight to the connection, not behind
+ * the transaction's statements: without this wait, a statement sent by sendWithNext() just before
+ * the callback returned (or threw) could be written after it, outside the transaction.
+ * Store.transaction() calls it after the callback, before the transaction ends.
+ */
+export async function handedToConnection(trx: Kysely<any>): Promise<void> {
+  const handed = UNHANDED.get(trx);
+  while (handed && handed.size > 0) await Promise.all([...handed]);
 }
 
 /** A query builder compiles with its own executor; a raw sql`` template with the handle's. */
