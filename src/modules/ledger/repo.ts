@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import { type Executor, sendWithNext } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
@@ -61,6 +61,18 @@ export async function reversedAmount(db: Executor, teamId: string, saleId: strin
 
 export async function insertPaymentMethod(db: Executor, row: NewRow<'payment_methods'>): Promise<Row<'payment_methods'>> {
   return db.insertInto('payment_methods').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * A saved payment method written now and sent with the next statement (sendWithNext): for the
+ * statement that names it (the attempt's UPDATE, or the test card's transaction), in one round trip.
+ * The promise resolves with the row when that statement's answer arrives.
+ */
+export function insertPaymentMethodWithNext(db: Executor, row: NewRow<'payment_methods'>): Promise<Row<'payment_methods'>> {
+  const saved = sendWithNext(db, db.insertInto('payment_methods').values(row).returningAll()).then((rows) => rows[0]!);
+  // As sendWithNext's own promise: a failure the transaction meets first is not also an unhandled rejection.
+  saved.catch(() => {});
+  return saved;
 }
 
 export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {

@@ -20,6 +20,7 @@ const LEDGER_ROWS = {
   listOrderTransactions: repo.listOrderTransactions,
   reversedAmount: repo.reversedAmount,
   insertPaymentMethod: repo.insertPaymentMethod,
+  insertPaymentMethodWithNext: repo.insertPaymentMethodWithNext,
   findPaymentMethod: repo.findPaymentMethod,
   updatePaymentMethod: repo.updatePaymentMethod,
 } as const;

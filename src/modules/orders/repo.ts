@@ -85,19 +85,19 @@ export async function updateOrderWithEvents(db: Executor, teamId: string, id: st
   return q.updateTable('orders').set({ ...patch, updated_at: new Date() }).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Lines and timeline rows of a new order in one statement. */
-export async function insertLinesWithEvents(db: Executor, lines: NewRow<'order_lines'>[], events: NewRow<'order_events'>[]): Promise<Row<'order_lines'>[]> {
+/**
+ * Lines and timeline rows of a new order in one statement. `withNext`: sent with the transaction's
+ * next statement or its COMMIT (sendWithNext), the promise resolving when that is answered.
+ */
+export async function insertLinesWithEvents(db: Executor, lines: NewRow<'order_lines'>[], events: NewRow<'order_events'>[], opts: { withNext?: boolean } = {}): Promise<Row<'order_lines'>[]> {
   if (lines.length === 0) {
-    await insertEvents(db, events);
+    if (events.length === 0) return [];
+    const timeline = db.insertInto('order_events').values(events);
+    await (opts.withNext ? sendWithNext(db, timeline) : timeline.execute());
     return [];
   }
-  if (events.length === 0) return insertLines(db, lines);
-  return db
-    .with('timeline', (q) => q.insertInto('order_events').values(events))
-    .insertInto('order_lines')
-    .values(lines)
-    .returningAll()
-    .execute();
+  const q = events.length === 0 ? insertLinesQuery(db, lines) : db.with('timeline', (t) => t.insertInto('order_events').values(events)).insertInto('order_lines').values(lines).returningAll();
+  return opts.withNext ? sendWithNext(db, q) : q.execute();
 }
 
 export async function replaceLines(db: Executor, teamId: string, orderId: string, lines: NewRow<'order_lines'>[]): Promise<Row<'order_lines'>[]> {

@@ -178,9 +178,9 @@ export class OrdersService {
     return repo.updateOrderWithEvents(trx, order.team_id, order.id, patch, this.timelineRows(order.team_id, order.id, events));
   }
 
-  /** A new order's lines and its first timeline rows, in one statement. */
-  async insertLinesWithEvents(trx: Tx, teamId: string, orderId: string, lines: NewRow<'order_lines'>[], events: OrderEvent[]): Promise<Row<'order_lines'>[]> {
-    return repo.insertLinesWithEvents(trx, lines, this.timelineRows(teamId, orderId, events));
+  /** A new order's lines and its first timeline rows, in one statement (`withNext`: see repo.insertLinesWithEvents). */
+  async insertLinesWithEvents(trx: Tx, teamId: string, orderId: string, lines: NewRow<'order_lines'>[], events: OrderEvent[], opts: { withNext?: boolean } = {}): Promise<Row<'order_lines'>[]> {
+    return repo.insertLinesWithEvents(trx, lines, this.timelineRows(teamId, orderId, events), opts);
   }
 
   /**
@@ -309,7 +309,7 @@ export class OrdersService {
    * order number, or an open lead of the same email + campaign, is posted again.
    */
   async createLead(teamId: string, body: CreateLeadBody): Promise<{ created: boolean; order: OrderView }> {
-    return this.store.transaction(async (trx) => {
+    const r = await this.store.transaction(async (trx): Promise<{ created: boolean; order: OrderView } | { created: true; lead: Row<'orders'>; customer: Row<'customers'>; lines: Promise<Row<'order_lines'>[]> }> => {
       if (body.order_number) {
         const order = await repo.findOrder(trx, teamId, body.order_number, { forUpdate: true });
         if (!order) throw notFound('Order');
@@ -351,15 +351,19 @@ export class OrdersService {
         if (!existing) throw new ApiError('conflict', 'The lead changed while it was being updated; retry.');
         return { created: false, order: await this.updateLead(trx, teamId, existing, body) };
       }
-      const lines = await this.insertLinesWithEvents(
+      // The lines and the lead's timeline row go with the COMMIT (one round trip for both); the
+      // answer is made from their rows once it is answered.
+      const lines = this.insertLinesWithEvents(
         trx,
         teamId,
         orderId,
         drafts.map((d) => ({ ...d, order_id: orderId })),
         [{ type: 'lead.created', data: { customer_number: customer.id, campaign_id: campaign.id, is_throttled: order.is_throttle } }],
+        { withNext: true },
       );
-      return { created: true, order: orderView(order, customer, lines) };
+      return { created: true, lead: order, customer, lines };
     });
+    return 'lead' in r ? { created: true, order: orderView(r.lead, r.customer, await r.lines) } : r;
   }
 
   private async updateLead(trx: Tx, teamId: string, order: Row<'orders'>, body: CreateLeadBody): Promise<OrderView> {

@@ -68,14 +68,14 @@ export class FirstPaymentLedger {
     if (await this.gateways.isTestCard(trx, req.teamId, req.card.number)) {
       const gatewayId = plan.candidates[0]?.gateway.id ?? null;
       const id = newId('transaction');
-      const method = await this.saveMethod(trx, req, card, gatewayId, null, id, true);
+      const saved = this.saveMethod(trx, req, card, gatewayId, null, id, true);
       const t = await this.ledger.rows.insertTransaction(trx, {
         ...attemptRow(req, card, { type: firstPaymentType(req.amount), id, status: 'approved', gatewayId, routerId: plan.routerId, code: 'test_card', text: 'Approved: test card (no gateway was called)' }),
         provider_ref: `test_${id}`,
         is_test: true,
-        payment_method_id: method.id,
+        payment_method_id: saved.id,
       });
-      return { kind: 'done', outcome: { kind: 'approved', providerRef: t.provider_ref!, authCode: null, code: 'test_card', text: t.response_text!, vaultRef: null }, transactions: [t], paymentMethod: method, isTest: true };
+      return { kind: 'done', outcome: { kind: 'approved', providerRef: t.provider_ref!, authCode: null, code: 'test_card', text: t.response_text!, vaultRef: null }, transactions: [t], paymentMethod: await saved.row, isTest: true };
     }
     return this.next(trx, req, card, plan, 0, []);
   }
@@ -165,10 +165,10 @@ export class FirstPaymentLedger {
     outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>,
     card: CardSummary | null,
   ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Row<'payment_methods'> | null } | null> {
-    let method: Row<'payment_methods'> | null = null;
+    let saved: ReturnType<FirstPaymentLedger['saveMethod']> | null = null;
     if (outcome.kind === 'approved' && attempt.step === FIRST_PAYMENT) {
       const summary = card ?? { brand: attempt.card_brand ?? 'unknown', bin: attempt.card_bin ?? '', last4: attempt.card_last4 ?? '', exp: attempt.card_exp ?? '' };
-      method = await this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
+      saved = this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
     }
     const status = outcome.kind === 'approved' ? 'approved' : outcome.kind === 'declined' ? 'declined' : 'pending';
     const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt, {
@@ -177,8 +177,9 @@ export class FirstPaymentLedger {
       auth_code: outcome.kind === 'approved' ? outcome.authCode : null,
       response_code: outcome.code,
       response_text: outcome.text,
-      ...(method ? { payment_method_id: method.id } : {}),
+      ...(saved ? { payment_method_id: saved.id } : {}),
     });
+    const method = saved ? await saved.row : null;
     if (!t) return null;
     if (status === 'declined') await this.releaseVolume(trx, t);
     return { transaction: t, paymentMethod: method };
@@ -200,9 +201,14 @@ export class FirstPaymentLedger {
     if (t.gateway_id && t.volume_month) await this.gateways.volume.release(trx, t.team_id, t.gateway_id, t.volume_month, t.amount);
   }
 
+  /**
+   * The card saved for one-click upsells: its insert goes with the next statement (the one that
+   * names it by `id`), and `row` resolves when that statement is answered.
+   */
   private saveMethod(trx: Tx, req: { teamId: string; customerId: string }, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean) {
-    return this.ledger.rows.insertPaymentMethod(trx, {
-      id: newId('paymentMethod'),
+    const id = newId('paymentMethod');
+    const row = this.ledger.rows.insertPaymentMethodWithNext(trx, {
+      id,
       team_id: req.teamId,
       customer_id: req.customerId,
       gateway_id: gatewayId,
@@ -214,5 +220,6 @@ export class FirstPaymentLedger {
       exp: card.exp,
       is_test: isTest,
     });
+    return { id, row };
   }
 }
