@@ -8,7 +8,8 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deferWrite, openStore, readTogether, sendWithNext, type Store } from '../src/db/database.ts';
+import pg from 'pg';
+import { deferWrite, openStore, readTogether, sendWithNext, type Store, type Tx } from '../src/db/database.ts';
 import { countSocketWrites } from '../src/db/socket-writes.ts';
 
 const URL = process.env.TEST_DATABASE_URL;
@@ -194,6 +195,29 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
       await expect(failed).rejects.toThrow('changed my mind');
     }
     expect((await ids()).filter((id) => id >= 1000 && id < 1200)).toEqual([]);
+  });
+
+  it('a statement that fails before it reaches the server (node-postgres\'s own error) is not followed by a COMMIT: nothing commits', async () => {
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0] as string | { text?: string } | undefined;
+      if ((typeof first === 'string' ? first : first?.text)?.includes('never_sent')) return Promise.reject(new Error('could not serialize a parameter'));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      let id = 200;
+      for (const send of [(trx: Tx) => deferWrite(trx, sql`select 'never_sent'`), (trx: Tx) => void sendWithNext(trx, sql`select 'never_sent'`)]) {
+        const mine = ++id;
+        const failed = store.transaction(async (trx) => {
+          await insert(trx, mine).execute(trx);
+          await send(trx);
+        });
+        await expect(failed).rejects.toThrow('could not serialize a parameter');
+        expect(await ids()).not.toContain(mine);
+      }
+    } finally {
+      pg.Client.prototype.query = query;
+    }
   });
 
   it('outside a transaction sendWithNext is an ordinary awaited statement', async () => {

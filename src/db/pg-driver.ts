@@ -199,6 +199,8 @@ class PipelinedConnection implements DatabaseConnection {
   private inTransaction = false;
   /** Answers of statements written but not awaited yet (a BEGIN, deferred writes), in order. */
   private unanswered: Promise<unknown>[] = [];
+  /** The first of them that failed, once its answer (or node-postgres's own error) is in. */
+  private failedUnanswered: Error | null = null;
   private corked = false;
 
   constructor(
@@ -211,6 +213,7 @@ class PipelinedConnection implements DatabaseConnection {
     this.pendingBegin = begin;
     this.inTransaction = true;
     this.unanswered = [];
+    this.failedUnanswered = null;
   }
 
   /** COMMIT or ROLLBACK; nothing at all when the transaction never sent a statement. */
@@ -220,6 +223,22 @@ class PipelinedConnection implements DatabaseConnection {
       this.pendingBegin = null;
       this.unanswered = [];
       return;
+    }
+    if (command === 'commit' && this.unanswered.length > 0) {
+      // A written statement can fail before it reaches the server (node-postgres reports that on
+      // the next tick): the server then never aborted the transaction, and a COMMIT would commit
+      // the rest without it. So a transaction with statements still unanswered lets the ticks
+      // queued before it run, and ends with ROLLBACK and that statement's error when one has failed.
+      await new Promise((resolve) => process.nextTick(resolve));
+      if (this.failedUnanswered) {
+        const failed = this.failedUnanswered;
+        const rolledBack = this.write('rollback');
+        this.flush();
+        await Promise.allSettled(this.unanswered);
+        this.unanswered = [];
+        await rolledBack.catch(() => {});
+        throw failed;
+      }
     }
     const ended = this.write(command);
     this.flush();
@@ -234,13 +253,13 @@ class PipelinedConnection implements DatabaseConnection {
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     if (this.inTransaction && DEFERRED.has(compiled)) {
-      this.unanswered.push(this.write(compiled.sql, compiled.parameters as unknown[]));
+      this.leaveUnanswered(this.write(compiled.sql, compiled.parameters as unknown[]));
       return { rows: [] };
     }
     const early = this.inTransaction ? EARLY.get(compiled) : undefined;
     if (early) {
       const answer = this.write(compiled.sql, compiled.parameters as unknown[]);
-      this.unanswered.push(answer);
+      this.leaveUnanswered(answer);
       early(answer);
       // Nothing else sent before the next turn of the event loop: it goes on its own.
       setImmediate(() => this.flush());
@@ -295,7 +314,7 @@ class PipelinedConnection implements DatabaseConnection {
     if (this.pendingBegin !== null) {
       const begin = this.pendingBegin;
       this.pendingBegin = null;
-      this.unanswered.push(this.client.query(begin));
+      this.leaveUnanswered(this.client.query(begin));
     }
     const answer = !values ? this.client.query(text) : this.statements ? this.statements.query(this.client, text, values) : this.client.query(text, values);
     answer.catch(() => {});
@@ -309,11 +328,20 @@ class PipelinedConnection implements DatabaseConnection {
     this.stream()?.uncork?.();
   }
 
+  /** A statement written without awaiting its answer: checked by the next statement and by the COMMIT. */
+  private leaveUnanswered(answer: Promise<unknown>): void {
+    this.unanswered.push(answer);
+    answer.catch((err: unknown) => {
+      this.failedUnanswered ??= err as Error;
+    });
+  }
+
   /** The first failure among the unanswered statements (all are answered by now: they were sent before). */
   private async firstFailure(): Promise<Error | null> {
     if (this.unanswered.length === 0) return null;
     const settled = await Promise.allSettled(this.unanswered);
     this.unanswered = [];
+    this.failedUnanswered = null;
     const failed = settled.find((s) => s.status === 'rejected');
     return failed ? ((failed as PromiseRejectedResult).reason as Error) : null;
   }
@@ -331,6 +359,7 @@ class PipelinedConnection implements DatabaseConnection {
     this.pendingBegin = null;
     this.inTransaction = false;
     this.unanswered = [];
+    this.failedUnanswered = null;
     this.client.release();
   }
 }
