@@ -361,6 +361,9 @@ export class OrdersService {
         [{ type: 'lead.created', data: { customer_number: customer.id, campaign_id: campaign.id, is_throttled: order.is_throttle } }],
         { withNext: true },
       );
+      // Awaited only once the COMMIT succeeds: when the transaction fails instead (this insert's own
+      // error among the causes), nobody awaits it, and its rejection is not an unhandled one.
+      lines.catch(() => {});
       return { created: true, lead: order, customer, lines };
     });
     return 'lead' in r ? { created: true, order: orderView(r.lead, r.customer, await r.lines) } : r;
