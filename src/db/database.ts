@@ -8,7 +8,7 @@ import lockfile from 'proper-lockfile';
 import { DatabaseHealth } from './faults.ts';
 import { handedToConnection, PipelinedPostgresDialect } from './pg-driver.ts';
 import { DEFAULT_PREPARED_STATEMENTS, poolNamingStatements, StatementNames } from './statement-names.ts';
-export { deferWrite, readTogether, sendWithNext } from './pg-driver.ts';
+export { deferWrite, firstWithNext, readTogether, sendWithNext } from './pg-driver.ts';
 import type { DB } from './schema.ts';
 
 // int8 (bigint) columns hold money in minor units and serial ids; all stay far below 2^53.

@@ -153,6 +153,14 @@ export function sendWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: K
   return rows;
 }
 
+/** sendWithNext() for a statement of one row (an insert, a read by key): that row, or undefined. */
+export function firstWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: Kysely<any>, query: Q): Promise<RowsOf<Q>[number] | undefined> {
+  const first = sendWithNext(trx, query).then((rows) => rows[0]);
+  // As sendWithNext's own promise: a failure the transaction meets first is not also an unhandled rejection.
+  first.catch(() => {});
+  return first;
+}
+
 /** Per transaction handle: its sendWithNext() statements not yet handed to the connection. */
 const UNHANDED = new WeakMap<Kysely<any>, Set<Promise<unknown>>>();
 

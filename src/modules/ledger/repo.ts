@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { type Executor, sendWithNext } from '../../db/database.ts';
+import { type Executor, firstWithNext } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
@@ -69,10 +69,8 @@ export async function insertPaymentMethod(db: Executor, row: NewRow<'payment_met
  * The promise resolves with the row when that statement's answer arrives.
  */
 export function insertPaymentMethodWithNext(db: Executor, row: NewRow<'payment_methods'>): Promise<Row<'payment_methods'>> {
-  const saved = sendWithNext(db, db.insertInto('payment_methods').values(row).returningAll()).then((rows) => rows[0]!);
-  // As sendWithNext's own promise: a failure the transaction meets first is not also an unhandled rejection.
-  saved.catch(() => {});
-  return saved;
+  // An insert that succeeds returns its row.
+  return firstWithNext(db, db.insertInto('payment_methods').values(row).returningAll()) as Promise<Row<'payment_methods'>>;
 }
 
 export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {

@@ -1,5 +1,5 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
-import { deferWrite, type Executor, readTogether, sendWithNext } from '../../db/database.ts';
+import { deferWrite, type Executor, firstWithNext, readTogether, sendWithNext } from '../../db/database.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
@@ -45,10 +45,7 @@ function findOrderQuery(db: Executor, teamId: string, id: string, opts: { forUpd
  * granted, as if it had been awaited first.
  */
 export function lockOrderWithNext(db: Executor, teamId: string, id: string): Promise<Row<'orders'> | undefined> {
-  const order = sendWithNext(db, findOrderQuery(db, teamId, id, { forUpdate: true })).then((rows) => rows[0]);
-  // As sendWithNext's own promise: a failure the transaction meets first is not also an unhandled rejection.
-  order.catch(() => {});
-  return order;
+  return firstWithNext(db, findOrderQuery(db, teamId, id, { forUpdate: true }));
 }
 
 /**
