@@ -42,13 +42,20 @@ const txScope: Pick<AsyncLocalStorage<true>, 'getStore' | 'run'> = txGuard
   ? new AsyncLocalStorage<true>()
   : { getStore: () => undefined, run: <R>(_store: true, fn: () => R): R => fn() };
 
-/** A transaction's callback, then (returned or thrown) every statement it sent with sendWithNext() on the connection before the COMMIT or ROLLBACK. */
+/**
+ * A transaction's callback, then (returned or thrown) every statement it sent with sendWithNext()
+ * on the connection before the COMMIT or ROLLBACK; one that already failed fails the transaction.
+ */
 async function settled<T>(trx: Tx, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  let result: T;
   try {
-    return await fn(trx);
-  } finally {
-    await handedToConnection(trx);
+    result = await fn(trx);
+  } catch (err) {
+    await handedToConnection(trx).catch(() => {});
+    throw err;
   }
+  await handedToConnection(trx);
+  return result;
 }
 
 /**

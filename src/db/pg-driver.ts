@@ -144,7 +144,11 @@ export function sendWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: K
   if (!handed) UNHANDED.set(trx, (handed = new Set()));
   const done: Promise<unknown> = executed.then(
     () => handed.delete(done),
-    () => handed.delete(done),
+    (err: unknown) => {
+      handed.delete(done);
+      // Where it ran at once (the embedded database), its failure is the transaction's.
+      if (!FAILED.has(trx)) FAILED.set(trx, err);
+    },
   );
   handed.add(done);
   const rows = executed.then(async (r) => (answer ? (await answer).rows : r.rows) as RowsOf<Q>);
@@ -163,9 +167,12 @@ export function firstWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: 
 
 /** Per transaction handle: its sendWithNext() statements not yet handed to the connection. */
 const UNHANDED = new WeakMap<Kysely<any>, Set<Promise<unknown>>>();
+/** Per transaction handle: the first of them that failed when handed over (run at once, not sent with the next). */
+const FAILED = new WeakMap<Kysely<any>, unknown>();
 
 /**
- * Resolves once every sendWithNext() statement of this transaction is on its connection. The
+ * Resolves once every sendWithNext() statement of this transaction is on its connection, and
+ * rejects with the first one's error if one already failed there. The
  * transaction's COMMIT or ROLLBACK is written by Kysely straight to the connection, not behind
  * the transaction's statements: without this wait, a statement sent by sendWithNext() just before
  * the callback returned (or threw) could be written after it, outside the transaction.
@@ -174,6 +181,9 @@ const UNHANDED = new WeakMap<Kysely<any>, Set<Promise<unknown>>>();
 export async function handedToConnection(trx: Kysely<any>): Promise<void> {
   const handed = UNHANDED.get(trx);
   while (handed && handed.size > 0) await Promise.all([...handed]);
+  // On the embedded database such a statement has run by now: if it failed, so does the
+  // transaction (on PostgreSQL its failure reaches the COMMIT through the connection instead).
+  if (FAILED.has(trx)) throw FAILED.get(trx);
 }
 
 /** A query builder compiles with its own executor; a raw sql`` template with the handle's. */
