@@ -308,7 +308,7 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
 }
 
 /** The provider sandbox of `start` (SANDBOX_HOST, SANDBOX_PORT), a busy port said with its setting. */
-async function startSandboxFromEnv(): Promise<Awaited<ReturnType<typeof import('../sandbox/server.ts').startSandbox>>> {
+async function startSandboxFromEnv() {
   const { sandboxOptionsFromEnv, startSandbox } = await import('../sandbox/server.ts');
   const o = sandboxOptionsFromEnv();
   return startSandbox(o).catch((err: unknown) => Promise.reject(portError(err, 'SANDBOX_PORT', o.host ?? '127.0.0.1', o.port ?? 0)));

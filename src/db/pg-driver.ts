@@ -139,18 +139,21 @@ export function sendWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: K
   EARLY.set(compiled, (a) => (answer = a));
   const executed = trx.executeQuery(compiled);
   // Kysely hands the statement to the connection a few microtasks from now; until then the
-  // transaction must not end (Store.transaction waits: see handedToConnection).
-  let handed = UNHANDED.get(trx);
-  if (!handed) UNHANDED.set(trx, (handed = new Set()));
-  const done: Promise<unknown> = executed.then(
-    () => handed.delete(done),
-    (err: unknown) => {
-      handed.delete(done);
-      // Where it ran at once (the embedded database), its failure is the transaction's.
-      if (!FAILED.has(trx)) FAILED.set(trx, err);
-    },
-  );
-  handed.add(done);
+  // transaction must not end (Store.transaction waits: see handedToConnection). Outside a
+  // transaction the caller awaits it like any statement.
+  if (trx.isTransaction) {
+    let handed = UNHANDED.get(trx);
+    if (!handed) UNHANDED.set(trx, (handed = new Set()));
+    const done: Promise<unknown> = executed.then(
+      () => handed.delete(done),
+      (err: unknown) => {
+        handed.delete(done);
+        // Where it ran at once (the embedded database), its failure is the transaction's.
+        if (!FAILED.has(trx)) FAILED.set(trx, err);
+      },
+    );
+    handed.add(done);
+  }
   const rows = executed.then(async (r) => (answer ? (await answer).rows : r.rows) as RowsOf<Q>);
   // A transaction that failed before its caller awaited this must not end the process as an unhandled rejection.
   rows.catch(() => {});
