@@ -15,8 +15,6 @@ export interface Config {
   logFormat: 'json' | 'pretty' | undefined;
   /** The embedded database's shared_buffers (PGlite; PostgreSQL's default, 128MB, is most of its memory). */
   embeddedSharedBuffers: string;
-  /** CHECKSTAND_EMBEDDED_THREAD: the embedded database runs on its own worker thread (default), or on the main thread with HTTP. */
-  embeddedThread: boolean;
   bodyLimitBytes: number;
   idempotencyTtlHours: number;
   publicBaseUrl: string | undefined;
@@ -140,7 +138,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormatFrom(env.LOG_FORMAT),
     embeddedSharedBuffers: memoryFrom(env.CHECKSTAND_EMBEDDED_SHARED_BUFFERS, '16MB', 'CHECKSTAND_EMBEDDED_SHARED_BUFFERS'),
-    embeddedThread: boolFrom(env.CHECKSTAND_EMBEDDED_THREAD, true, 'CHECKSTAND_EMBEDDED_THREAD'),
     bodyLimitBytes: intFrom(env.BODY_LIMIT_BYTES, 256 * 1024, 'BODY_LIMIT_BYTES'),
     idempotencyTtlHours: intFrom(env.IDEMPOTENCY_TTL_HOURS, 24, 'IDEMPOTENCY_TTL_HOURS'),
     publicBaseUrl: env.PUBLIC_BASE_URL || undefined,

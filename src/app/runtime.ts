@@ -145,7 +145,6 @@ export async function openRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
       preparedStatements: config.dbPreparedStatements,
       connectTimeoutMs: config.dbConnectTimeoutMs,
       sharedBuffers: config.embeddedSharedBuffers,
-      embeddedThread: config.embeddedThread,
     });
   } catch (err) {
     if (err instanceof DataDirLockedError) throw err;

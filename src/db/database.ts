@@ -7,7 +7,6 @@ import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { DatabaseHealth } from './faults.ts';
 import { handedToConnection, PipelinedPostgresDialect } from './pg-driver.ts';
-import type { PgliteThread } from './pglite-thread.ts';
 import { DEFAULT_PREPARED_STATEMENTS, poolNamingStatements, StatementNames } from './statement-names.ts';
 export { deferWrite, firstWithNext, readTogether, sendWithNext } from './pg-driver.ts';
 import type { DB } from './schema.ts';
@@ -140,14 +139,6 @@ export interface OpenOptions {
   sharedBuffers?: string;
   /** How many statement texts may be prepared under a name (DATABASE_PREPARED_STATEMENTS; 0: none). */
   preparedStatements?: number;
-  /**
-   * The embedded database on its own worker thread (pglite-thread.ts; CHECKSTAND_EMBEDDED_THREAD,
-   * on by default): HTTP and PostgreSQL's work on two cores. Not with `pglite` (an instance is on
-   * the thread that made it).
-   */
-  embeddedThread?: boolean;
-  /** With embeddedThread and no data dir of its own: an in-memory database starting from this `dumpDataDir` tarball (the tests' snapshot). */
-  embeddedSnapshot?: Uint8Array;
 }
 
 const LOCK_STALE_MS = 15_000;
@@ -215,9 +206,6 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
     return store;
   }
 
-  const memory = opts.sharedBuffers ? ['-c', `shared_buffers=${opts.sharedBuffers}`] : [];
-  if (opts.embeddedThread && !opts.pglite) return openEmbeddedThread(opts, names, memory);
-
   // PGlite (its JavaScript and WebAssembly) is loaded only for the embedded database: a process on
   // PostgreSQL never holds it in memory.
   const [{ PGlite }, { createPgConfig }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/node-postgres')]);
@@ -226,6 +214,7 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   if (!pglite) {
     fs.mkdirSync(opts.dataDir, { recursive: true });
     release = await lockDataDir(opts.dataDir);
+    const memory = opts.sharedBuffers ? ['-c', `shared_buffers=${opts.sharedBuffers}`] : [];
     pglite = new PGlite(path.join(opts.dataDir, 'pg'), { startParams: [...PGlite.defaultStartParams, ...memory] });
   }
   const owned = !opts.pglite;
@@ -235,30 +224,6 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: names ? poolNamingStatements(pool, names) : pool }) });
   return new Store(db, pool, 'pglite', async () => {
     if (owned) await instance.close();
-    if (release) await release();
-  });
-}
-
-/** The embedded database on its worker thread: node-postgres reaches it through a stream per connection. */
-async function openEmbeddedThread(opts: OpenOptions, names: StatementNames | null, memory: string[]): Promise<Store> {
-  const { PgliteThread: Thread } = await import('./pglite-thread.ts');
-  let release: (() => Promise<void>) | undefined;
-  if (!opts.embeddedSnapshot) {
-    fs.mkdirSync(opts.dataDir, { recursive: true });
-    release = await lockDataDir(opts.dataDir);
-  }
-  let thread: PgliteThread;
-  try {
-    thread = await Thread.start(opts.embeddedSnapshot ? { loadDataDir: opts.embeddedSnapshot, startParams: memory } : { dataDir: path.join(opts.dataDir, 'pg'), startParams: memory });
-  } catch (err) {
-    await release?.();
-    throw err;
-  }
-  // One session, as on the main thread: a pool of one queues callers.
-  const pool = new pg.Pool({ stream: () => thread.stream(), max: 1, host: 'localhost', port: 5432, user: 'postgres', database: 'postgres', password: 'embedded' });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: names ? poolNamingStatements(pool, names) : pool }) });
-  return new Store(db, pool, 'pglite', async () => {
-    await thread.close();
     if (release) await release();
   });
 }
