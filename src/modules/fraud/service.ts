@@ -26,7 +26,8 @@ export interface ScreenedPayment {
   ipAddress: string | null;
 }
 
-export type Screening = { kind: 'clear' } | { kind: 'blocked'; rule: Row<'fraud_rules'> };
+/** `holds`: the payment took velocity holds (a declines rule counted it), which its outcome settles. */
+export type Screening = { kind: 'clear'; holds: boolean } | { kind: 'blocked'; rule: Row<'fraud_rules'> };
 
 /** The one place a rule row becomes what the API shows (never team_id or seq). */
 export function fraudRuleView(r: Row<'fraud_rules'>): FraudRule {
@@ -146,11 +147,9 @@ export class FraudService {
       if ((await repo.countKey(trx, rule, key)) >= rule.threshold) return { kind: 'blocked', rule };
       counted.push({ rule, key });
     }
-    await repo.insertEvents(
-      trx,
-      counted.map(({ rule, key }) => ({ team_id: p.teamId, rule_id: rule.id, key_hash: key, order_id: p.orderId, kind: rule.metric === 'attempts' ? 'attempt' : 'hold' })),
-    );
-    return { kind: 'clear' };
+    const events = counted.map(({ rule, key }) => ({ team_id: p.teamId, rule_id: rule.id, key_hash: key, order_id: p.orderId, kind: rule.metric === 'attempts' ? 'attempt' : 'hold' }) as const);
+    await repo.insertEvents(trx, events);
+    return { kind: 'clear', holds: events.some((e) => e.kind === 'hold') };
   }
 
   /**

@@ -19,8 +19,16 @@ import { firstPaymentType } from './states.ts';
  * attempt and, on a retryable decline through a router, opens the next one (decline salvage).
  */
 export type FirstStep =
-  | { kind: 'call'; attempt: Row<'transactions'>; gateway: Row<'gateways'>; plan: PaymentPlan; index: number; transactions: Row<'transactions'>[] }
-  | { kind: 'done'; outcome: ChargeOutcome; transactions: Row<'transactions'>[]; paymentMethod: Row<'payment_methods'> | null; isTest: boolean };
+  | { kind: 'call'; attempt: Row<'transactions'>; gateway: Row<'gateways'>; plan: PaymentPlan; index: number; transactions: Row<'transactions'>[]; holds: boolean }
+  | {
+      kind: 'done';
+      outcome: ChargeOutcome;
+      transactions: Row<'transactions'>[];
+      paymentMethod: Row<'payment_methods'> | null;
+      isTest: boolean;
+      /** Whether the screening took velocity holds; unset when not known here (the recovery run): settled as if it had. */
+      holds?: boolean;
+    };
 
 export const FIRST_PAYMENT = 'first_payment';
 /** The recovery run's code for an attempt its gateway never saw (see checkout/recover.ts). */
@@ -54,15 +62,16 @@ export class FirstPaymentLedger {
     if (await this.gateways.isBinBlocked(trx, req.teamId, req.card.number)) {
       const text = `The card's BIN ${card.bin} is blocked by this merchant.`;
       const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'declined', gatewayId: null, code: 'bin_blocked', text }));
-      return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'bin_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
+      return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'bin_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false, holds: false };
     }
     // Velocity rules count every card first payment past the blacklist, listed test cards included.
     const screened = await this.fraud?.screen(trx, { teamId: req.teamId, orderId: req.orderId, cardNumber: req.card.number, email: req.payer.email, ipAddress: req.ipAddress });
     if (screened?.kind === 'blocked') {
       const text = velocityBlockText(screened.rule);
       const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'declined', gatewayId: null, code: 'velocity_blocked', text }));
-      return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'velocity_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
+      return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'velocity_blocked', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false, holds: false };
     }
+    const holds = screened?.holds ?? false;
     const plan = await this.plan(trx, req.teamId, req.route);
     // A listed test card is approved without reaching any gateway, production ones included.
     if (await this.gateways.isTestCard(trx, req.teamId, req.card.number)) {
@@ -75,13 +84,13 @@ export class FirstPaymentLedger {
         is_test: true,
         payment_method_id: saved.id,
       });
-      return { kind: 'done', outcome: { kind: 'approved', providerRef: t.provider_ref!, authCode: null, code: 'test_card', text: t.response_text!, vaultRef: null }, transactions: [t], paymentMethod: await saved.row, isTest: true };
+      return { kind: 'done', outcome: { kind: 'approved', providerRef: t.provider_ref!, authCode: null, code: 'test_card', text: t.response_text!, vaultRef: null }, transactions: [t], paymentMethod: await saved.row, isTest: true, holds };
     }
-    return this.next(trx, req, card, plan, 0, []);
+    return this.next(trx, req, card, plan, 0, [], holds);
   }
 
   /** Opens the attempt on the next gateway that is active and has room under its caps, or declines with no_route. */
-  private async next(trx: Tx, req: FirstChargeRequest, card: CardSummary, plan: PaymentPlan, from: number, transactions: Row<'transactions'>[]): Promise<FirstStep> {
+  private async next(trx: Tx, req: FirstChargeRequest, card: CardSummary, plan: PaymentPlan, from: number, transactions: Row<'transactions'>[], holds: boolean): Promise<FirstStep> {
     const tried = transactions.filter((t) => t.gateway_id !== null).length;
     for (let i = from; i < plan.candidates.length && tried < plan.maxAttempts; i++) {
       const { gateway, memberCap } = plan.candidates[i]!;
@@ -101,17 +110,17 @@ export class FirstPaymentLedger {
         volume_month: volume.month,
         is_test: gateway.test_mode,
       });
-      return { kind: 'call', attempt, gateway, plan, index: i, transactions: [...transactions, attempt] };
+      return { kind: 'call', attempt, gateway, plan, index: i, transactions: [...transactions, attempt], holds };
     }
     if (transactions.length > 0) {
       const last = transactions.at(-1)!;
-      return { kind: 'done', outcome: { kind: 'declined', providerRef: last.provider_ref, code: last.response_code ?? 'declined', text: last.response_text ?? 'Declined', retryable: false }, transactions, paymentMethod: null, isTest: false };
+      return { kind: 'done', outcome: { kind: 'declined', providerRef: last.provider_ref, code: last.response_code ?? 'declined', text: last.response_text ?? 'Declined', retryable: false }, transactions, paymentMethod: null, isTest: false, holds };
     }
     const text = plan.skipped.length
       ? `No payment gateway is available: ${plan.skipped.map((s) => `${s.gateway_id} ${s.reason.replace(/_/g, ' ')}`).join(', ')}.`
       : 'No payment gateway is configured for this campaign.';
     const t = await this.ledger.rows.insertTransaction(trx, attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'declined', gatewayId: null, routerId: plan.routerId, code: 'no_route', text }));
-    return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'no_route', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false };
+    return { kind: 'done', outcome: { kind: 'declined', providerRef: null, code: 'no_route', text, retryable: false }, transactions: [t], paymentMethod: null, isTest: false, holds };
   }
 
   /** What phase 2 sends: the card in memory, our attempt id as the gateway's order id. */
@@ -142,15 +151,15 @@ export class FirstPaymentLedger {
   async record(trx: Tx, req: FirstChargeRequest, step: Extract<FirstStep, { kind: 'call' }>, outcome: ChargeOutcome): Promise<FirstStep | null> {
     const card = summarizeCard(req.card);
     if (outcome.kind === 'unknown') {
-      return { kind: 'done', outcome, transactions: step.transactions, paymentMethod: null, isTest: step.gateway.test_mode };
+      return { kind: 'done', outcome, transactions: step.transactions, paymentMethod: null, isTest: step.gateway.test_mode, holds: step.holds };
     }
     const closed = await this.close(trx, req.teamId, req.customerId, step.attempt, outcome, card);
     if (!closed) return null;
     const transactions = [...step.transactions.slice(0, -1), closed.transaction];
     if (outcome.kind === 'declined' && step.plan.routerId && outcome.retryable) {
-      return this.next(trx, req, card, step.plan, step.index + 1, transactions);
+      return this.next(trx, req, card, step.plan, step.index + 1, transactions, step.holds);
     }
-    return { kind: 'done', outcome, transactions, paymentMethod: closed.paymentMethod, isTest: step.gateway.test_mode };
+    return { kind: 'done', outcome, transactions, paymentMethod: closed.paymentMethod, isTest: step.gateway.test_mode, holds: step.holds };
   }
 
   /**
@@ -188,10 +197,12 @@ export class FirstPaymentLedger {
   /**
    * The payment's outcome is recorded: a gateway's decline turns the velocity holds it took into
    * declines; any other outcome (approved, redirected, held, or declined before reaching a gateway)
-   * drops them. An unknown outcome keeps them until the recovery run settles the attempt.
+   * drops them. An unknown outcome keeps them until the recovery run settles the attempt. A
+   * payment whose screening took none (no declines rule counted it) has nothing to settle: no
+   * statement.
    */
   async settleVelocity(trx: Tx, teamId: string, orderId: string, done: Extract<FirstStep, { kind: 'done' }>): Promise<void> {
-    if (!this.fraud || done.outcome.kind === 'unknown') return;
+    if (!this.fraud || done.outcome.kind === 'unknown' || done.holds === false) return;
     const gatewayDeclined = done.outcome.kind === 'declined' && done.transactions.some((t) => t.gateway_id !== null && t.status === 'declined' && t.response_code !== NOT_RECEIVED);
     await this.fraud.settle(trx, teamId, orderId, gatewayDeclined);
   }
