@@ -1,11 +1,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { fromRoot } from './project-root.ts';
 
 /** Where `npm run build:dashboard` (vite build, run by `npm install`'s postinstall) writes the app. */
-export const DASHBOARD_DIST = fileURLToPath(new URL('../../web/dashboard/dist/', import.meta.url));
+export const DASHBOARD_DIST = fromRoot('web/dashboard/dist') + path.sep;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -7,11 +7,11 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Config } from '../app/config.ts';
+import { fromRoot } from '../app/project-root.ts';
 import { StartupError } from '../app/runtime.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/checkstand.js', import.meta.url));
+const BIN = fromRoot('bin/checkstand.js');
 
 /** True when the embedded database of this data dir has not been created yet. */
 export function embeddedDatabaseMissing(config: Config): boolean {

@@ -1,9 +1,9 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type Kysely, type Migration, type MigrationProvider, type MigrationResultSet, Migrator, sql } from 'kysely';
+import { fromRoot } from '../app/project-root.ts';
 
-const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+const MIGRATIONS_DIR = fromRoot('src/db/migrations');
 
 /** Plain SQL files in src/db/migrations, applied in name order. */
 class SqlFileMigrationProvider implements MigrationProvider {

@@ -7,13 +7,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { Checkstand, type ProcessPaymentInput } from '@checkstand/client';
 import { z } from 'zod';
 import type { AppContext } from '../../src/app/context.ts';
 import { errorBody } from '../../src/app/envelope.ts';
 import type { Http } from '../../src/app/http.ts';
+import { fromRoot } from '../../src/app/project-root.ts';
 import { configureExtpaySandboxCompany, configureThreeDsSandboxAccount, type DemoSeed } from '../../src/app/seed.ts';
 import { SANDBOX_CARD_CODES, SANDBOX_CARDS, type SandboxCardName } from '../../src/sandbox/cards.ts';
 import { EXTPAY_CARDS, type ExtpayCardName } from '../../src/sandbox/extpay-provider.ts';
@@ -44,7 +44,7 @@ export interface DemoFunnelOptions {
 
 export const DEMO_TOKEN_NAME = 'demo-funnel';
 
-const DIR = path.dirname(fileURLToPath(import.meta.url));
+const DIR = fromRoot('web/demo');
 
 const CARD_EFFECTS: Record<SandboxCardName, string> = {
   approve: 'Approved',
