@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'bench/results/', 'scratch/', '.vitest-tmp/', 'web/vendor/', 'web/dashboard/dist/'] },
+  { ignores: ['node_modules/', 'data/', 'bench/results/', 'scratch/', '.vitest-tmp/', 'web/vendor/', 'web/dashboard/dist/', 'build/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

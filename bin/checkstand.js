@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 /**
  * The `checkstand` command line. The command table is plain JavaScript and loads only commander,
- * so `--help` and `--version` answer at once; a command that runs registers tsx (the TypeScript
- * sources run as they are: a clone needs no build step) and imports its module in src/cli/ when
- * it runs, and that module loads only what the command needs.
+ * so `--help` and `--version` answer at once; a command that runs imports its module when it runs,
+ * and that module loads only what the command needs: from the bundle in build/ (made by `npm
+ * install`, `npm run build:server`) while it is up to date with the sources, else from src/cli/
+ * through tsx (the TypeScript sources run as they are: a clone that changed them needs no build).
  */
 /* global URL */
 import fs from 'node:fs';
@@ -11,15 +12,20 @@ import { Command, InvalidArgumentError } from 'commander';
 
 const VERSION = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
-let registered = false;
-/** src/cli/<name>.ts, through tsx (registered on first use). */
+/** 'build' or 'sources', decided once per process by the first command module loaded. */
+let code;
+/**
+ * build/cli/<name>.js when the bundle is up to date with the sources (bin/build-state.js), else
+ * src/cli/<name>.ts through tsx (registered on first use). CHECKSTAND_CODE says which ran.
+ */
 async function load(name) {
-  if (!registered) {
-    const { register } = await import('tsx/esm/api');
-    register();
-    registered = true;
+  if (code === undefined) {
+    const { bundleIsCurrent } = await import('./build-state.js');
+    code = bundleIsCurrent(new URL('..', import.meta.url)) ? 'build' : 'sources';
+    process.env.CHECKSTAND_CODE = code;
+    if (code === 'sources') (await import('tsx/esm/api')).register();
   }
-  return import(new URL(`../src/cli/${name}.ts`, import.meta.url).href);
+  return import(new URL(code === 'build' ? `../build/cli/${name}.js` : `../src/cli/${name}.ts`, import.meta.url).href);
 }
 
 /** `npm start` runs the provider sandbox beside the API unless CHECKSTAND_SANDBOX=off. */

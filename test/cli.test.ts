@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bundleIsCurrent } from '../bin/build-state.js';
 
 const run = promisify(execFile);
 const BIN = path.resolve('bin/checkstand.js');
@@ -115,6 +116,8 @@ describe('checkstand CLI', () => {
         }
       });
     });
+    // The bundle in build/ runs when it is current with the sources (always in CI: npm ci builds it).
+    expect(out).toContain(`"code":"${bundleIsCurrent(process.cwd()) ? 'build' : 'sources'}"`);
     const second = await cli(['migrate'], dir).catch((e: { code: number; stderr: string }) => e);
     expect((second as { code: number }).code).toBe(2);
     expect((second as { stderr: string }).stderr).toContain('in use by another Checkstand process');

@@ -172,7 +172,7 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
     throw err;
   }
   const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
-  log.info({ url: baseUrl, database: ctx.store.kind, processes: processes.pids(), worker: Boolean(worker) }, 'checkstand serving');
+  log.info({ url: baseUrl, database: ctx.store.kind, processes: processes.pids(), worker: Boolean(worker), code: runningCode() }, 'checkstand serving');
   process.stdout.write(banner({ baseUrl, database: databaseLabel(config), demo: false }) + '\n');
   process.stdout.write(`  Processes    ${count} API processes (pids ${processes.pids().join(', ')}; this one, ${process.pid}, supervises${worker ? ' and runs the worker' : ''})\n\n`);
 
@@ -270,7 +270,7 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     const socket = control && !('skipped' in control) ? (control as ControlServer) : undefined;
     if (socket) cleanups.push(() => socket.close());
 
-    log.info({ url: baseUrl, database: ctx.store.kind, data_dir: embedded ? config.dataDir : undefined }, 'checkstand serving');
+    log.info({ url: baseUrl, database: ctx.store.kind, data_dir: embedded ? config.dataDir : undefined, code: runningCode() }, 'checkstand serving');
     if (!clusterChild) process.stdout.write(
       banner({
         baseUrl,
@@ -305,6 +305,11 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     await cleanup();
     throw err;
   }
+}
+
+/** What this process runs: `build` (the bundle of scripts/build-server.mjs) or `sources` (through tsx), as bin/checkstand.js decided. */
+function runningCode(): string {
+  return process.env.CHECKSTAND_CODE ?? 'sources';
 }
 
 /** The provider sandbox of `start` (SANDBOX_HOST, SANDBOX_PORT), a busy port said with its setting. */

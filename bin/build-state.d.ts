@@ -1,0 +1,2 @@
+/** See build-state.js. */
+export function bundleIsCurrent(rootUrl: URL | string, env?: NodeJS.ProcessEnv): boolean;
