@@ -344,6 +344,8 @@ interface Report {
       server_processes: { mode: 'in-process' | 'child processes'; api_processes: number; pids: number[] };
       /** Resident memory at the end of the measured window: each server process (in process: this whole process, helper threads included). */
       rss_mb: { per_process: Record<string, number>; max: number } | null;
+      /** `--processes`: each server process's CPU in the measured window per completed funnel, ms (its share of server_cpu_ms_per_flow). */
+      cpu_ms_per_flow_by_process: Record<string, number> | null;
     };
     database_rows: { orders: number; transactions: number } | null;
     profile: (ProfileSummary & { file: string }) | null;
@@ -449,6 +451,9 @@ function printSummary(r: Report, file: string | null): void {
     `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `checkstand serve --processes ${sp.api_processes} --with-worker (primary + ${sp.api_processes} API processes, pids ${sp.pids.join(', ')})`}` +
       `    RSS at the end: ${srv.rss_mb ? Object.entries(srv.rss_mb.per_process).map(([k, v]) => `${k} ${v} MB`).join(', ') : '?'}`,
   );
+  if (srv.cpu_ms_per_flow_by_process) {
+    lines.push(`CPU per funnel by process: ${Object.entries(srv.cpu_ms_per_flow_by_process).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+  }
   const cm = srv.db_commits_per_flow;
   lines.push(
     `per funnel: SQL statements ${srv.db_statements_per_flow ?? '? (not counted in child processes)'}` +
@@ -966,6 +971,7 @@ async function main(): Promise<number> {
     let serverCpuStart: Map<number, number> | undefined;
     let serverPids: number[] = [];
     let rssAtEnd: Report['results']['server']['rss_mb'] = null;
+    let cpuMsByProcess: Record<string, number> | null = null;
     const poolSampler = setInterval(() => {
       poolWaitingMax = Math.max(poolWaitingMax, pool.waitingCount);
     }, 50);
@@ -1013,16 +1019,20 @@ async function main(): Promise<number> {
               const end = cpuSnapshot(serverPids);
               mainCores = end.size > 0 ? cpuBetweenMs(serverCpuStart, end) / wallMs : null;
               const perProcess: Record<string, number> = {};
+              const cpuByProcess: Record<string, number> = {};
               for (const pid of serverPids) {
-                const b = rssBytes(pid);
-                if (b === null) continue;
                 const name = processName(pid);
                 const label = pid === servers.primaryPid ? 'primary' : name === 'node' ? 'api' : name;
+                const cpuEnd = end.get(pid);
+                if (cpuEnd !== undefined) cpuByProcess[`${label} ${pid}`] = cpuEnd - (serverCpuStart.get(pid) ?? 0);
+                const b = rssBytes(pid);
+                if (b === null) continue;
                 perProcess[`${label} ${pid}`] = Math.round(b / 2 ** 20);
               }
               // The target is per Checkstand process: tsx's esbuild helpers are listed, not judged.
               const values = Object.entries(perProcess).filter(([k]) => k.startsWith('primary') || k.startsWith('api')).map(([, v]) => v);
               rssAtEnd = values.length ? { per_process: perProcess, max: Math.max(...values) } : null;
+              cpuMsByProcess = cpuByProcess;
             } else {
               const mainMs = mainThreadCpuMs();
               mainCores = mainMs !== null && cpuStart.mainMs !== null ? (mainMs - cpuStart.mainMs) / wallMs : null;
@@ -1215,6 +1225,9 @@ async function main(): Promise<number> {
     // Set in the driver's phase callback (TypeScript cannot see that it ran).
     const windowCommits = dbCommitsInWindow as { explicit: number; single: number } | null;
     const rssMb = rssAtEnd as Report['results']['server']['rss_mb'];
+    // Set in the driver's phase callback, like rssAtEnd.
+    const cpuByProcess = cpuMsByProcess as Record<string, number> | null;
+    const cpuMsPerFlowByProcess = cpuByProcess ? Object.fromEntries(Object.entries(cpuByProcess).map(([k, ms]) => [k, perFlow(ms)!])) : null;
     const commitsPerFlow =
       windowCommits && result.flowsCompleted > 0
         ? { explicit: perFlow(windowCommits.explicit)!, single_statement: perFlow(windowCommits.single)!, total: perFlow(windowCommits.explicit + windowCommits.single)! }
@@ -1460,6 +1473,7 @@ async function main(): Promise<number> {
             pids: opts.processes === null ? [process.pid] : serverPids,
           },
           rss_mb: rssMb,
+          cpu_ms_per_flow_by_process: cpuMsPerFlowByProcess,
         },
         database_rows: { orders: c.orders, transactions: c.transactions },
         profile: profileReport,
