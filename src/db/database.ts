@@ -208,7 +208,7 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
 
   // PGlite (its JavaScript and WebAssembly) is loaded only for the embedded database: a process on
   // PostgreSQL never holds it in memory.
-  const [{ PGlite }, { createPgConfig }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/node-postgres')]);
+  const [{ PGlite }, { PgliteSocket }] = await Promise.all([import('@electric-sql/pglite'), import('./pglite-socket.ts')]);
   let release: (() => Promise<void>) | undefined;
   let pglite = opts.pglite;
   if (!pglite) {
@@ -220,7 +220,8 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   const owned = !opts.pglite;
   const instance = pglite;
   // PGlite is one connection: a pool of one queues callers, so Kysely and everything else share it.
-  const pool = new pg.Pool({ ...createPgConfig(instance), max: 1 });
+  // node-postgres speaks the wire protocol to it through a stream (pglite-socket.ts).
+  const pool = new pg.Pool({ stream: () => new PgliteSocket(instance), max: 1, host: 'localhost', port: 5432, user: 'postgres', database: 'postgres', password: 'embedded' });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: names ? poolNamingStatements(pool, names) : pool }) });
   return new Store(db, pool, 'pglite', async () => {
     if (owned) await instance.close();

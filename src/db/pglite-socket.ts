@@ -1,0 +1,111 @@
+/**
+ * node-postgres on the embedded database through the wire protocol's bytes (issue 13). The stream
+ * stands in for a socket: what node-postgres writes in one turn of the event loop (a statement's
+ * Parse, Bind, Describe, Execute and Sync) goes to PGlite as one `execProtocolRawStream` call, and
+ * the bytes PGlite answers are parsed by node-postgres's own parser, as a server's would be.
+ *
+ * It replaces PGlite's node-postgres adapter (`createPgConfig`), which ran `execProtocolStream` once
+ * per protocol message (five per statement, each with its own file-system sync) and parsed every
+ * answer with PGlite's own JavaScript parser: with it, PGlite's JavaScript was 22% of the server
+ * thread in the bench, as much as its WebAssembly.
+ */
+import { Duplex } from 'node:stream';
+import type { PGlite } from '@electric-sql/pglite';
+
+/** `ROLLBACK` as a simple-query protocol message. */
+const ROLLBACK = (() => {
+  const text = Buffer.from('ROLLBACK\0');
+  const msg = Buffer.alloc(5 + text.length);
+  msg.write('Q', 0, 'latin1');
+  msg.writeInt32BE(4 + text.length, 1);
+  text.copy(msg, 5);
+  return new Uint8Array(msg);
+})();
+
+export class PgliteSocket extends Duplex {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private scheduled = false;
+  /** One call at a time, in the order written: PGlite is one session. */
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(private readonly pglite: PGlite) {
+    super();
+  }
+
+  // The socket methods node-postgres calls.
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
+
+  connect(): this {
+    this.queue = this.pglite.waitReady.then(
+      () => void this.emit('connect'),
+      (err: unknown) => void this.destroy(err as Error),
+    );
+    return this;
+  }
+
+  override _read(): void {}
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.enqueue(chunk);
+    cb();
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], cb: (err?: Error | null) => void): void {
+    for (const { chunk } of chunks) this.enqueue(chunk);
+    cb();
+  }
+
+  private enqueue(chunk: Buffer): void {
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const bytes = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.queue = this.queue.then(async () => {
+      if (this.destroyed) return;
+      try {
+        // A new connection's startup message (its first byte is that of a length under 16 MB): the
+        // one before it is gone (the pool holds one), and a transaction it left open is rolled back,
+        // as a server does when a client goes away, so this one does not start inside it.
+        if (bytes[0] === 0 && this.pglite.isInTransaction()) await this.pglite.execProtocolRawStream(ROLLBACK, { onRawData: () => {} });
+        // The answer arrives as views of PGlite's WebAssembly memory: each is copied at once. (The
+        // raw call without a callback parses every answer in PGlite's JavaScript and keeps the
+        // messages, a list that grows for as long as the instance lives.)
+        const answer: Uint8Array[] = [];
+        await this.pglite.execProtocolRawStream(bytes, { onRawData: (view) => void answer.push(view.slice()) });
+        if (this.destroyed) return;
+        for (const a of answer) this.push(Buffer.from(a.buffer, a.byteOffset, a.byteLength));
+      } catch (err) {
+        this.destroy(err as Error);
+      }
+    });
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    this.flush();
+    void this.queue.then(() => {
+      this.push(null);
+      cb();
+    });
+  }
+}
