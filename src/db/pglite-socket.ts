@@ -26,6 +26,8 @@ export class PgliteSocket extends Duplex {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private scheduled = false;
+  /** Whether this connection's first batch (its startup message) has gone to PGlite. */
+  private started = false;
   /** One call at a time, in the order written: PGlite is one session. */
   private queue: Promise<void> = Promise.resolve();
 
@@ -84,10 +86,12 @@ export class PgliteSocket extends Duplex {
     this.queue = this.queue.then(async () => {
       if (this.destroyed) return;
       try {
-        // A new connection's startup message (its first byte is that of a length under 16 MB): the
-        // one before it is gone (the pool holds one), and a transaction it left open is rolled back,
-        // as a server does when a client goes away, so this one does not start inside it.
-        if (bytes[0] === 0 && this.pglite.isInTransaction()) await this.pglite.execProtocolRawStream(ROLLBACK, { onRawData: () => {} });
+        // This connection's first batch (its startup message): the one before it is gone (the pool
+        // holds one), and a transaction it left open is rolled back, as a server does when a client
+        // goes away, so this one does not start inside it.
+        const first = !this.started;
+        this.started = true;
+        if (first && this.pglite.isInTransaction()) await this.pglite.execProtocolRawStream(ROLLBACK, { onRawData: () => {} });
         // The answer arrives as views of PGlite's WebAssembly memory: each is copied at once. (The
         // raw call without a callback parses every answer in PGlite's JavaScript and keeps the
         // messages, a list that grows for as long as the instance lives.)
