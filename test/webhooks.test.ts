@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -392,6 +393,76 @@ describe('delivery', () => {
     const e2 = await emit(teamA);
     await drainUntil(async () => (await deliveryOf(e2.id, ep2.id)).status === 'failed', { service: quick });
     expect((await deliveryApi(teamA, (await deliveryOf(e2.id, ep2.id)).id)).attempts[0]).toMatchObject({ status_code: null, error: expect.stringContaining('ECONNREFUSED') });
+  });
+
+  /**
+   * A bare HTTP/1.1 receiver over node:net: answers 200 with keep-alive, counts connections, and
+   * can reset a kept connection when its next request arrives (the receiver closed it while the
+   * sender reused it).
+   */
+  async function keptReceiver(opts: { resetSecondRequestOnFirstConnection?: boolean } = {}) {
+    let connections = 0;
+    let requests = 0;
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((socket) => {
+      const n = ++connections;
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      let onThisSocket = 0;
+      let buffered = '';
+      socket.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('latin1');
+        // One whole request: headers, then content-length bytes of body.
+        for (;;) {
+          const end = buffered.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          const length = Number(/content-length: *(\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
+          if (buffered.length < end + 4 + length) return;
+          buffered = buffered.slice(end + 4 + length);
+          onThisSocket++;
+          if (opts.resetSecondRequestOnFirstConnection && n === 1 && onThisSocket === 2) {
+            socket.resetAndDestroy();
+            return;
+          }
+          requests++;
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    const close = () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      });
+    receivers.push({ url: '', receipts: [], close });
+    return { url: `http://127.0.0.1:${port}/hooks`, connections: () => connections, requests: () => requests };
+  }
+
+  it('keeps the connection to a receiver between deliveries', async () => {
+    const rx = await keptReceiver();
+    const ep = await createEndpoint(teamA, rx.url);
+    for (let i = 0; i < 3; i++) {
+      const event = await emit(teamA);
+      await drainUntil(async () => (await deliveryOf(event.id, ep.id)).status === 'succeeded');
+    }
+    expect(rx.requests()).toBe(3);
+    // One connection for three deliveries, one after the other: the second and third reused it.
+    expect(rx.connections()).toBe(1);
+  });
+
+  it('sends again on a new connection, in the same attempt, when the receiver reset the kept one before answering', async () => {
+    const rx = await keptReceiver({ resetSecondRequestOnFirstConnection: true });
+    const ep = await createEndpoint(teamA, rx.url);
+    const first = await emit(teamA);
+    await drainUntil(async () => (await deliveryOf(first.id, ep.id)).status === 'succeeded');
+    const second = await emit(teamA);
+    await drainUntil(async () => (await deliveryOf(second.id, ep.id)).status === 'succeeded');
+    expect(rx.connections()).toBe(2);
+    expect(rx.requests()).toBe(2);
+    // Without the second send, the reset would have been a failed attempt, and the success the second.
+    expect(await deliveryOf(second.id, ep.id)).toMatchObject({ attempt_count: 1, last_status_code: 200 });
   });
 });
 
