@@ -38,7 +38,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     return r.body.data.id as string;
   };
 
-  it('sends a warm funnel in at most 23 round trips and 46 statements', async () => {
+  it('sends a warm funnel in at most 23 round trips and 43 statements', async () => {
     const gw = await created('/v1/gateways', { name: 'gw', kind: 'nmi', base_url: sandbox.url, credentials: { security_key: `rt_${process.pid}` }, test_mode: true, is_active: true });
     const campaign = await created('/v1/campaigns', { name: 'c', currency: 'USD', gateway_id: gw });
     const product = await created('/v1/products', { name: 'p' });
@@ -86,8 +86,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     // the read of its lines or with the first write of a payment's answer, 25 before the saved card
     // went with the attempt's UPDATE and a lead's lines with its COMMIT).
     expect(statements).toBeGreaterThan(40);
-    // 47 statements before a payment whose velocity screening took no holds stopped deleting them.
-    expect(statements).toBeLessThanOrEqual(46);
+    // 47 statements before a payment whose velocity screening took no holds stopped deleting them;
+    // 46 before deferred inserts into different tables went as one statement (an upsell's event and
+    // its webhook deliveries; a completion's event, deliveries and purchase mail).
+    expect(statements).toBeLessThanOrEqual(43);
     expect(writes).toBeLessThanOrEqual(23);
     expect(writes).toBeLessThan(statements - 15);
   });

@@ -6,14 +6,16 @@
  * connection's socket (each is one write system call). PostgreSQL only: the embedded database has
  * no socket (skipped without TEST_DATABASE_URL).
  */
-import { sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { deferWrite, openStore, readTogether, sendWithNext, type Store, type Tx } from '../src/db/database.ts';
+import { mergeDeferred } from '../src/db/pg-driver.ts';
 import { countSocketWrites } from '../src/db/socket-writes.ts';
 
 const URL = process.env.TEST_DATABASE_URL;
 const TABLE = `pg_driver_test_${process.pid}`;
+const CHILD = `pg_driver_child_${process.pid}`;
 
 describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped without it)', () => {
   let store: Store;
@@ -23,8 +25,10 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     store = await openStore({ databaseUrl: URL, dataDir: '', poolMax: 1 });
     store.pool.on('acquire', countSocketWrites(() => writes++));
     await store.run((db) => sql`create table ${sql.table(TABLE)} (id int primary key, v text)`.execute(db));
+    await store.run((db) => sql`create table ${sql.table(CHILD)} (id int primary key, parent_id int not null references ${sql.table(TABLE)} (id), note text)`.execute(db));
   });
   afterAll(async () => {
+    await store?.run((db) => sql`drop table if exists ${sql.table(CHILD)}`.execute(db)).catch(() => {});
     await store?.run((db) => sql`drop table if exists ${sql.table(TABLE)}`.execute(db)).catch(() => {});
     await store?.close();
   });
@@ -220,6 +224,88 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     }
   });
 
+  /** Statements node-postgres is asked to send while fn runs (BEGIN and COMMIT included). */
+  const statementsOf = async (fn: () => Promise<unknown>): Promise<string[]> => {
+    const texts: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const a = args[0] as string | { text: string };
+      texts.push(typeof a === 'string' ? a : a.text);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      await fn();
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    return texts;
+  };
+  // Query-builder inserts (the kind the repos defer); sql`` templates are never merged.
+  const parentInsert = (trx: Tx, id: number, v = 'p') => (trx as unknown as Kysely<any>).insertInto(TABLE).values({ id, v });
+  const childInsert = (trx: Tx, id: number, parentId: number, note = "it's $1") => (trx as unknown as Kysely<any>).insertInto(CHILD).values({ id, parent_id: parentId, note });
+
+  it('deferred inserts into different tables go as one statement; a foreign key to a row of the same statement holds; the rows land as written', async () => {
+    const texts = await statementsOf(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, parentInsert(trx, 301, 'three hundred one'));
+        await deferWrite(trx, childInsert(trx, 1, 301));
+      }),
+    );
+    // BEGIN, the two inserts as one statement, COMMIT.
+    expect(texts).toHaveLength(3);
+    expect(texts[1]).toMatch(/^with "deferred_0" as \(insert into .+\) insert into /);
+    const child = await store.run((db) => sql<{ parent_id: number; note: string; v: string }>`select c.parent_id, c.note, p.v from ${sql.table(CHILD)} c join ${sql.table(TABLE)} p on p.id = c.parent_id where c.id = 1`.execute(db));
+    // Each insert kept its own values: the placeholders were renumbered, the literal text was not touched.
+    expect(child.rows).toEqual([{ parent_id: 301, note: "it's $1", v: 'three hundred one' }]);
+  });
+
+  it('a merged insert that fails fails the transaction with its own error, and nothing of it commits', async () => {
+    await store.transaction((trx) => childInsert(trx, 2, 301).execute());
+    const failed = store.transaction(async (trx) => {
+      await deferWrite(trx, parentInsert(trx, 302));
+      await deferWrite(trx, childInsert(trx, 2, 302)); // the child's id is taken
+      await sql`select 1`.execute(trx);
+    });
+    await expect(failed).rejects.toMatchObject({ code: '23505' });
+    expect(await ids()).not.toContain(302);
+    // A child naming a parent that nowhere exists fails on its foreign key, at the end of the statement.
+    const orphan = store.transaction(async (trx) => {
+      await deferWrite(trx, parentInsert(trx, 303));
+      await deferWrite(trx, childInsert(trx, 3, 999));
+    });
+    await expect(orphan).rejects.toMatchObject({ code: '23503' });
+    expect(await ids()).not.toContain(303);
+  });
+
+  it('deferred inserts into one table stay separate statements; a statement awaited after them sees their rows', async () => {
+    let seen = 0;
+    const texts = await statementsOf(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, parentInsert(trx, 311));
+        await deferWrite(trx, parentInsert(trx, 312));
+        await deferWrite(trx, childInsert(trx, 11, 311));
+        seen = (await sql<{ n: number }>`select count(*)::int as n from ${sql.table(CHILD)} where parent_id in (311, 312)`.execute(trx)).rows[0]!.n;
+      }),
+    );
+    // BEGIN, the first insert, the second merged with the child's, the count, COMMIT.
+    expect(texts).toHaveLength(5);
+    expect(seen).toBe(1);
+    expect(await ids()).toEqual(expect.arrayContaining([311, 312]));
+  });
+
+  it('a transaction that rolls back never sends the deferred inserts it still held', async () => {
+    const texts = await statementsOf(() =>
+      store
+        .transaction(async (trx) => {
+          await deferWrite(trx, parentInsert(trx, 321));
+          throw new Error('changed my mind');
+        })
+        .catch(() => {}),
+    );
+    expect(texts).toEqual([]);
+    expect(await ids()).not.toContain(321);
+  });
+
   it('outside a transaction sendWithNext is an ordinary awaited statement', async () => {
     expect(await store.run((db) => sendWithNext(db, sql<{ two: number }>`select 2 as two`))).toEqual([{ two: 2 }]);
   });
@@ -228,5 +314,16 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     await store.run((db) => deferWrite(db, insert(db, 51)));
     expect(await ids()).toContain(51);
     await expect(store.run((db) => deferWrite(db, insert(db, 51)))).rejects.toMatchObject({ code: '23505' });
+  });
+});
+
+describe('mergeDeferred', () => {
+  const insertNode = { kind: 'InsertQueryNode' } as unknown as CompiledQuery['query'];
+  it('renumbers each insert\'s placeholders after the ones before it, never inside a quoted literal or identifier', () => {
+    const a = CompiledQuery.raw('insert into "a" ("x", "y$1") values ($1, \'$2 isn\'\'t a placeholder\')', [1]);
+    const b = CompiledQuery.raw('insert into "b" ("z", "w") values ($1, now() + $2::int * interval \'1 millisecond\')', [2, 3]);
+    const merged = mergeDeferred([{ ...a, query: insertNode }, { ...b, query: insertNode }]);
+    expect(merged.sql).toBe('with "deferred_0" as (insert into "a" ("x", "y$1") values ($1, \'$2 isn\'\'t a placeholder\')) insert into "b" ("z", "w") values ($2, now() + $3::int * interval \'1 millisecond\')');
+    expect(merged.parameters).toEqual([1, 2, 3]);
   });
 });

@@ -120,6 +120,83 @@ export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilde
   await trx.executeQuery(compiled);
 }
 
+/**
+ * A deferred write that can share a statement with others: an INSERT … VALUES with no WITH of its
+ * own and no RETURNING, whose SQL renumbers safely (renumbered). Inserts into different tables
+ * only: rows of one statement do not see each other, so two inserts into one table (whose unique
+ * checks could depend on each other) stay two statements.
+ */
+function mergeableInsert(compiled: CompiledQuery): boolean {
+  const node = compiled.query as { kind: string; with?: unknown; returning?: unknown; values?: { kind: string } };
+  return node.kind === 'InsertQueryNode' && !node.with && !node.returning && node.values?.kind === 'ValuesNode' && renumbered(compiled, 0) !== null;
+}
+
+function insertTable(compiled: CompiledQuery): string {
+  const into = (compiled.query as { into?: { table?: { identifier?: { name?: string } } } }).into;
+  return into?.table?.identifier?.name ?? '';
+}
+
+/**
+ * The statement's text with each placeholder `$n` moved up by `offset`, outside quoted literals and
+ * identifiers ('…', "…", doubled quotes inside); null when the text has anything that would make
+ * that unsafe (a dollar-quoted string, a comment, an unterminated quote, a backslash-escaped string)
+ * or placeholders that do not number its parameters 1…n.
+ */
+function renumbered(compiled: CompiledQuery, offset: number): string | null {
+  const text = compiled.sql;
+  let out = '';
+  let highest = 0;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text[i]!;
+    if (ch === "'" || ch === '"') {
+      if (ch === "'" && /[eE]$/.test(out) && !/\w[eE]$/.test(out)) return null;
+      let j = i + 1;
+      for (;;) {
+        j = text.indexOf(ch, j);
+        if (j < 0) return null;
+        if (text[j + 1] === ch) j += 2;
+        else break;
+      }
+      out += text.slice(i, j + 1);
+      i = j + 1;
+      continue;
+    }
+    if (ch === '$') {
+      const m = /^\$(\d+)/.exec(text.slice(i, i + 12));
+      if (!m) return null;
+      const n = Number(m[1]);
+      highest = Math.max(highest, n);
+      out += `$${n + offset}`;
+      i += m[0].length;
+      continue;
+    }
+    if ((ch === '-' && text[i + 1] === '-') || (ch === '/' && text[i + 1] === '*')) return null;
+    out += ch;
+    i++;
+  }
+  return highest === compiled.parameters.length ? out : null;
+}
+
+/**
+ * Deferred inserts into different tables as one statement: each but the last in a data-modifying
+ * CTE, the last as the statement itself. PostgreSQL runs every CTE's insert exactly once, in the
+ * same transaction and snapshot; foreign keys are checked at the end of the statement, so an
+ * insert may name a row another one of them adds (a webhook delivery its event). One statement
+ * where there were several: less work for the server and for node-postgres, the same rows.
+ */
+export function mergeDeferred(held: readonly CompiledQuery[]): { sql: string; parameters: readonly unknown[] } {
+  const parameters: unknown[] = [];
+  const parts = held.map((c) => {
+    const text = renumbered(c, parameters.length);
+    if (text === null) throw new Error('mergeDeferred: a statement that cannot be renumbered');
+    parameters.push(...c.parameters);
+    return text;
+  });
+  const last = parts.pop()!;
+  return { sql: `with ${parts.map((p, i) => `"deferred_${i}" as (${p})`).join(', ')} ${last}`, parameters };
+}
+
 /** Statements marked by sendWithNext(): each takes the promise of its answer. */
 const EARLY = new WeakMap<CompiledQuery, (answer: Promise<pg.QueryResult>) => void>();
 
@@ -223,6 +300,8 @@ class PipelinedConnection implements DatabaseConnection {
   /** The first of them that failed, once its answer (or node-postgres's own error) is in. */
   private failedUnanswered: Error | null = null;
   private corked = false;
+  /** Deferred inserts not yet written: written as one statement before anything else (mergeDeferred). */
+  private deferredInserts: CompiledQuery[] = [];
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -235,11 +314,16 @@ class PipelinedConnection implements DatabaseConnection {
     this.inTransaction = true;
     this.unanswered = [];
     this.failedUnanswered = null;
+    this.deferredInserts = [];
   }
 
   /** COMMIT or ROLLBACK; nothing at all when the transaction never sent a statement. */
   async end(command: 'commit' | 'rollback'): Promise<void> {
     this.inTransaction = false;
+    // Deferred inserts still held go out before the COMMIT (and are checked like any deferred
+    // write below); a ROLLBACK never sends them.
+    if (command === 'commit') this.writeDeferredInserts();
+    else this.deferredInserts = [];
     if (this.pendingBegin !== null) {
       this.pendingBegin = null;
       this.unanswered = [];
@@ -274,7 +358,13 @@ class PipelinedConnection implements DatabaseConnection {
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     if (this.inTransaction && DEFERRED.has(compiled)) {
-      this.leaveUnanswered(this.write(compiled.sql, compiled.parameters as unknown[]));
+      if (mergeableInsert(compiled)) {
+        const table = insertTable(compiled);
+        if (this.deferredInserts.some((d) => insertTable(d) === table)) this.writeDeferredInserts();
+        this.deferredInserts.push(compiled);
+      } else {
+        this.leaveUnanswered(this.write(compiled.sql, compiled.parameters as unknown[]));
+      }
       return { rows: [] };
     }
     const early = this.inTransaction ? EARLY.get(compiled) : undefined;
@@ -337,9 +427,23 @@ class PipelinedConnection implements DatabaseConnection {
       this.pendingBegin = null;
       this.leaveUnanswered(this.client.query(begin));
     }
+    if (this.deferredInserts.length > 0) this.writeDeferredInserts();
     const answer = !values ? this.client.query(text) : this.statements ? this.statements.query(this.client, text, values) : this.client.query(text, values);
     answer.catch(() => {});
     return answer;
+  }
+
+  /**
+   * The deferred inserts held so far, written (not flushed) as one statement: a single one as it
+   * is, several as one statement of data-modifying CTEs (mergeDeferred). Unanswered, like any
+   * deferred write.
+   */
+  private writeDeferredInserts(): void {
+    const held = this.deferredInserts;
+    if (held.length === 0) return;
+    this.deferredInserts = [];
+    const { sql, parameters } = held.length === 1 ? held[0]! : mergeDeferred(held);
+    this.leaveUnanswered(this.write(sql, parameters as unknown[]));
   }
 
   /** Sends everything written since the last flush in one socket write. */
@@ -381,6 +485,7 @@ class PipelinedConnection implements DatabaseConnection {
     this.inTransaction = false;
     this.unanswered = [];
     this.failedUnanswered = null;
+    this.deferredInserts = [];
     this.client.release();
   }
 }
