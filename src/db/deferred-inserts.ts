@@ -1,0 +1,82 @@
+import type { CompiledQuery } from 'kysely';
+
+/*
+ * Deferred inserts (pg-driver.ts's deferWrite()) into different tables, sent as one statement.
+ */
+
+/**
+ * A deferred write that can share a statement with others: an INSERT … VALUES with no WITH of its
+ * own and no RETURNING, whose SQL renumbers safely (renumbered). Inserts into different tables
+ * only: rows of one statement do not see each other, so two inserts into one table (whose unique
+ * checks could depend on each other) stay two statements.
+ */
+export function mergeableInsert(compiled: CompiledQuery): boolean {
+  const node = compiled.query as { kind: string; with?: unknown; returning?: unknown; values?: { kind: string } };
+  return node.kind === 'InsertQueryNode' && !node.with && !node.returning && node.values?.kind === 'ValuesNode' && renumbered(compiled, 0) !== null;
+}
+
+export function insertTable(compiled: CompiledQuery): string {
+  const into = (compiled.query as { into?: { table?: { identifier?: { name?: string } } } }).into;
+  return into?.table?.identifier?.name ?? '';
+}
+
+/**
+ * The statement's text with each placeholder `$n` moved up by `offset`, outside quoted literals and
+ * identifiers ('…', "…", doubled quotes inside); null when the text has anything that would make
+ * that unsafe (a dollar-quoted string, a comment, an unterminated quote, a backslash-escaped string)
+ * or placeholders that do not number its parameters 1…n.
+ */
+function renumbered(compiled: CompiledQuery, offset: number): string | null {
+  const text = compiled.sql;
+  let out = '';
+  let highest = 0;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text[i]!;
+    if (ch === "'" || ch === '"') {
+      if (ch === "'" && /[eE]$/.test(out) && !/\w[eE]$/.test(out)) return null;
+      let j = i + 1;
+      for (;;) {
+        j = text.indexOf(ch, j);
+        if (j < 0) return null;
+        if (text[j + 1] === ch) j += 2;
+        else break;
+      }
+      out += text.slice(i, j + 1);
+      i = j + 1;
+      continue;
+    }
+    if (ch === '$') {
+      const m = /^\$(\d+)/.exec(text.slice(i, i + 12));
+      if (!m) return null;
+      const n = Number(m[1]);
+      highest = Math.max(highest, n);
+      out += `$${n + offset}`;
+      i += m[0].length;
+      continue;
+    }
+    if ((ch === '-' && text[i + 1] === '-') || (ch === '/' && text[i + 1] === '*')) return null;
+    out += ch;
+    i++;
+  }
+  return highest === compiled.parameters.length ? out : null;
+}
+
+/**
+ * Deferred inserts into different tables as one statement: each but the last in a data-modifying
+ * CTE, the last as the statement itself. PostgreSQL runs every CTE's insert exactly once, in the
+ * same transaction and snapshot; foreign keys are checked at the end of the statement, so an
+ * insert may name a row another one of them adds (a webhook delivery its event). One statement
+ * where there were several: less work for the server and for node-postgres, the same rows.
+ */
+export function mergeDeferred(held: readonly CompiledQuery[]): { sql: string; parameters: readonly unknown[] } {
+  const parameters: unknown[] = [];
+  const parts = held.map((c) => {
+    const text = renumbered(c, parameters.length);
+    if (text === null) throw new Error('mergeDeferred: a statement that cannot be renumbered');
+    parameters.push(...c.parameters);
+    return text;
+  });
+  const last = parts.pop()!;
+  return { sql: `with ${parts.map((p, i) => `"deferred_${i}" as (${p})`).join(', ')} ${last}`, parameters };
+}
