@@ -1,5 +1,4 @@
 import http from 'node:http';
-import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/app/logger.ts';
@@ -7,6 +6,7 @@ import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { email } from './support/fixtures.ts';
 import { ApiClient, startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
+import { statementsSent } from './support/statements.ts';
 
 /**
  * The configuration cache (src/app/cache.ts) never makes this process act on configuration it
@@ -219,18 +219,7 @@ describe('a warm funnel', () => {
     };
     await funnel();
     // Every statement the API sends during the second funnel (the worker does not run here).
-    const statements: string[] = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const q = args[0] as string | { text?: string };
-      statements.push(typeof q === 'string' ? q : (q?.text ?? ''));
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof query;
-    try {
-      await funnel();
-    } finally {
-      pg.Client.prototype.query = query;
-    }
+    const statements = await statementsSent(funnel);
     const config = /\bfrom "?(api_tokens|campaigns|offers|upsells|gateways|payment_routers|webhook_endpoints|bin_blacklist|test_cards|fraud_rules)"?/i;
     expect(statements.length).toBeGreaterThan(10);
     expect(statements.filter((q) => /^\s*select/i.test(q) && config.test(q))).toEqual([]);

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { deferWrite, openStore, readTogether, sendWithNext, type Store, type Tx } from '../src/db/database.ts';
 import { mergeDeferred } from '../src/db/deferred-inserts.ts';
 import { countSocketWrites } from '../src/db/socket-writes.ts';
+import { statementsSent } from './support/statements.ts';
 
 const URL = process.env.TEST_DATABASE_URL;
 const TABLE = `pg_driver_test_${process.pid}`;
@@ -224,28 +225,12 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     }
   });
 
-  /** Statements node-postgres is asked to send while fn runs (BEGIN and COMMIT included). */
-  const statementsOf = async (fn: () => Promise<unknown>): Promise<string[]> => {
-    const texts: string[] = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const a = args[0] as string | { text: string };
-      texts.push(typeof a === 'string' ? a : a.text);
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof query;
-    try {
-      await fn();
-    } finally {
-      pg.Client.prototype.query = query;
-    }
-    return texts;
-  };
   // Query-builder inserts (the kind the repos defer); sql`` templates are never merged.
   const parentInsert = (trx: Tx, id: number, v = 'p') => (trx as unknown as Kysely<any>).insertInto(TABLE).values({ id, v });
   const childInsert = (trx: Tx, id: number, parentId: number, note = "it's $1") => (trx as unknown as Kysely<any>).insertInto(CHILD).values({ id, parent_id: parentId, note });
 
   it('deferred inserts into different tables go as one statement; a foreign key to a row of the same statement holds; the rows land as written', async () => {
-    const texts = await statementsOf(() =>
+    const texts = await statementsSent(() =>
       store.transaction(async (trx) => {
         await deferWrite(trx, parentInsert(trx, 301, 'three hundred one'));
         await deferWrite(trx, childInsert(trx, 1, 301));
@@ -279,7 +264,7 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
 
   it('deferred inserts into one table stay separate statements; a statement awaited after them sees their rows', async () => {
     let seen = 0;
-    const texts = await statementsOf(() =>
+    const texts = await statementsSent(() =>
       store.transaction(async (trx) => {
         await deferWrite(trx, parentInsert(trx, 311));
         await deferWrite(trx, parentInsert(trx, 312));
@@ -294,7 +279,7 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
   });
 
   it('a transaction that rolls back never sends the deferred inserts it still held', async () => {
-    const texts = await statementsOf(() =>
+    const texts = await statementsSent(() =>
       store
         .transaction(async (trx) => {
           await deferWrite(trx, parentInsert(trx, 321));
