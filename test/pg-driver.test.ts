@@ -308,7 +308,7 @@ describe('mergeDeferred', () => {
     const a = CompiledQuery.raw('insert into "a" ("x", "y$1") values ($1, \'$2 isn\'\'t a placeholder\')', [1]);
     const b = CompiledQuery.raw('insert into "b" ("z", "w") values ($1, now() + $2::int * interval \'1 millisecond\')', [2, 3]);
     const merged = mergeDeferred([{ ...a, query: insertNode }, { ...b, query: insertNode }]);
-    expect(merged.sql).toBe('with "deferred_0" as (insert into "a" ("x", "y$1") values ($1, \'$2 isn\'\'t a placeholder\')) insert into "b" ("z", "w") values ($2, now() + $3::int * interval \'1 millisecond\')');
-    expect(merged.parameters).toEqual([1, 2, 3]);
+    expect(merged!.sql).toBe('with "deferred_0" as (insert into "a" ("x", "y$1") values ($1, \'$2 isn\'\'t a placeholder\')) insert into "b" ("z", "w") values ($2, now() + $3::int * interval \'1 millisecond\')');
+    expect(merged!.parameters).toEqual([1, 2, 3]);
   });
 });

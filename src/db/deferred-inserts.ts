@@ -5,14 +5,14 @@ import type { CompiledQuery } from 'kysely';
  */
 
 /**
- * A deferred write that can share a statement with others: an INSERT … VALUES with no WITH of its
- * own and no RETURNING, whose SQL renumbers safely (renumbered). Inserts into different tables
- * only: rows of one statement do not see each other, so two inserts into one table (whose unique
- * checks could depend on each other) stay two statements.
+ * A deferred write that may share a statement with others: an INSERT … VALUES with no WITH of its
+ * own and no RETURNING (whether its text renumbers safely is found when it is merged: mergeDeferred).
+ * Inserts into different tables only: rows of one statement do not see each other, so two inserts
+ * into one table (whose unique checks could depend on each other) stay two statements.
  */
 export function mergeableInsert(compiled: CompiledQuery): boolean {
   const node = compiled.query as { kind: string; with?: unknown; returning?: unknown; values?: { kind: string } };
-  return node.kind === 'InsertQueryNode' && !node.with && !node.returning && node.values?.kind === 'ValuesNode' && renumbered(compiled, 0) !== null;
+  return node.kind === 'InsertQueryNode' && !node.with && !node.returning && node.values?.kind === 'ValuesNode';
 }
 
 export function insertTable(compiled: CompiledQuery): string {
@@ -64,19 +64,21 @@ function renumbered(compiled: CompiledQuery, offset: number): string | null {
 
 /**
  * Deferred inserts into different tables as one statement: each but the last in a data-modifying
- * CTE, the last as the statement itself. PostgreSQL runs every CTE's insert exactly once, in the
- * same transaction and snapshot; foreign keys are checked at the end of the statement, so an
- * insert may name a row another one of them adds (a webhook delivery its event). One statement
- * where there were several: less work for the server and for node-postgres, the same rows.
+ * CTE, the last as the statement itself; null when one of them cannot be renumbered safely (then
+ * each goes on its own). PostgreSQL runs every CTE's insert exactly once, in the same transaction
+ * and snapshot; foreign keys are checked at the end of the statement, so an insert may name a row
+ * another one of them adds (a webhook delivery its event). One statement where there were several:
+ * less work for the server and for node-postgres, the same rows.
  */
-export function mergeDeferred(held: readonly CompiledQuery[]): { sql: string; parameters: readonly unknown[] } {
+export function mergeDeferred(held: readonly CompiledQuery[]): { sql: string; parameters: readonly unknown[] } | null {
   const parameters: unknown[] = [];
-  const parts = held.map((c) => {
+  const parts: string[] = [];
+  for (const c of held) {
     const text = renumbered(c, parameters.length);
-    if (text === null) throw new Error('mergeDeferred: a statement that cannot be renumbered');
+    if (text === null) return null;
     parameters.push(...c.parameters);
-    return text;
-  });
+    parts.push(text);
+  }
   const last = parts.pop()!;
   return { sql: `with ${parts.map((p, i) => `"deferred_${i}" as (${p})`).join(', ')} ${last}`, parameters };
 }

@@ -358,16 +358,15 @@ class PipelinedConnection implements DatabaseConnection {
   }
 
   /**
-   * The deferred inserts held so far, written (not flushed) as one statement: a single one as it
-   * is, several as one statement of data-modifying CTEs (mergeDeferred). Unanswered, like any
-   * deferred write.
+   * The deferred inserts held so far, written (not flushed): several as one statement of
+   * data-modifying CTEs (mergeDeferred), else each as it is. Unanswered, like any deferred write.
    */
   private writeDeferredInserts(): void {
     const held = this.deferredInserts;
     if (held.length === 0) return;
     this.deferredInserts = [];
-    const { sql, parameters } = held.length === 1 ? held[0]! : mergeDeferred(held);
-    this.leaveUnanswered(this.write(sql, parameters as unknown[]));
+    const merged = held.length > 1 ? mergeDeferred(held) : null;
+    for (const { sql, parameters } of merged ? [merged] : held) this.leaveUnanswered(this.write(sql, parameters as unknown[]));
   }
 
   /** Sends everything written since the last flush in one socket write. */
