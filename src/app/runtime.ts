@@ -66,18 +66,43 @@ export function displayDatabaseUrl(url: string): string {
   }
 }
 
-/** A DATABASE_URL node-postgres can use: postgres:// or postgresql:// with a host. */
-export function checkDatabaseUrl(url: string): void {
+/**
+ * Where DATABASE_URL points, as node-postgres reads it: a host name and port, or the directory of
+ * PostgreSQL's Unix socket. A socket is named by a percent-encoded path as the host
+ * (`postgres://user@%2Fvar%2Frun%2Fpostgresql/db`) or by a `host` parameter, which wins over the
+ * URL's host as it does in node-postgres (`postgres:///db?host=/var/run/postgresql`). Null when the
+ * URL is not one.
+ */
+export function databaseLocation(url: string): { host: string; port: number; database: string; socket: boolean } | null {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
+    return null;
+  }
+  let host: string;
+  try {
+    host = u.searchParams.get('host') ?? decodeURIComponent(u.hostname);
+  } catch {
+    return null;
+  }
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  return { host, port: Number(u.searchParams.get('port') ?? u.port) || 5432, database, socket: host.startsWith('/') };
+}
+
+/** A DATABASE_URL node-postgres can use: postgres:// or postgresql:// with a host or a Unix socket's directory. */
+export function checkDatabaseUrl(url: string): void {
+  const where = databaseLocation(url);
+  if (!where) {
     throw new StartupError('DATABASE_URL is not a URL: expected postgres://user:password@host:5432/database (or unset it to use the embedded database)');
   }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
-    throw new StartupError(`DATABASE_URL must start with postgres:// or postgresql://, got ${u.protocol}// (or unset it to use the embedded database)`);
+  const protocol = new URL(url).protocol;
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new StartupError(`DATABASE_URL must start with postgres:// or postgresql://, got ${protocol}// (or unset it to use the embedded database)`);
   }
-  if (!u.hostname) throw new StartupError('DATABASE_URL names no host: expected postgres://user:password@host:5432/database');
+  if (!where.host) {
+    throw new StartupError('DATABASE_URL names no host: expected postgres://user:password@host:5432/database (or, for a Unix socket, postgres://user@%2Fvar%2Frun%2Fpostgresql/database)');
+  }
 }
 
 /** Why the database could not be used at start, in one line naming DATABASE_URL (or the data dir). */
@@ -86,7 +111,7 @@ export function databaseStartupError(err: unknown, config: Config): StartupError
   const where = config.databaseUrl ? `the database in DATABASE_URL (${displayDatabaseUrl(config.databaseUrl)})` : `the embedded database in ${config.dataDir} (CHECKSTAND_DATA_DIR)`;
   const inner = (e.message ?? String(err)).split('\n')[0];
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_NONAME') {
-    return new StartupError(`DATABASE_URL names a host that does not resolve: "${e.hostname ?? (config.databaseUrl ? new URL(config.databaseUrl).hostname : '?')}" (${inner})`);
+    return new StartupError(`DATABASE_URL names a host that does not resolve: "${e.hostname ?? (config.databaseUrl ? databaseLocation(config.databaseUrl)?.host : '?')}" (${inner})`);
   }
   if (isDatabaseUnavailable(err)) {
     return new StartupError(`${where} is not reachable: ${inner || e.code}; waited ${Math.round(config.dbStartupWaitMs / 1000)} s (DATABASE_STARTUP_WAIT_MS)`);

@@ -9,7 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { type Config, loadConfig } from '../app/config.ts';
-import { type Runtime, StartupError, openRuntime } from '../app/runtime.ts';
+import { databaseLocation, type Runtime, StartupError, openRuntime } from '../app/runtime.ts';
 import type { DemoSeed } from '../app/seed.ts';
 import { buildServer } from '../app/server.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
@@ -92,12 +92,9 @@ function writeDemoState(dataDir: string, state: DemoState): void {
 
 function databaseLabel(config: Config): string {
   if (!config.databaseUrl) return `embedded database in ${config.dataDir}`;
-  try {
-    const u = new URL(config.databaseUrl);
-    return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}`;
-  } catch {
-    return 'PostgreSQL';
-  }
+  const where = databaseLocation(config.databaseUrl);
+  if (!where) return 'PostgreSQL';
+  return where.socket ? `PostgreSQL on the socket in ${where.host} (port ${where.port}), database ${where.database}` : `PostgreSQL at ${where.host}:${where.port}/${where.database}`;
 }
 
 /**
