@@ -7,7 +7,7 @@ import type { CatalogService } from '../catalog/service.ts';
 import { convertAffiliateOrder } from './affiliate-conversion.ts';
 import type { EventsService } from '../events/service.ts';
 import type { FirstChargeRequest } from '../payments/attempts.ts';
-import { FIRST_PAYMENT, type FirstStep } from '../payments/first-payment.ts';
+import { committed, FIRST_PAYMENT, type FirstStep, type OpenedStep } from '../payments/first-payment.ts';
 import type { PaymentsService } from '../payments/service.ts';
 import type { OrdersService } from '../orders/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
@@ -78,7 +78,7 @@ export interface FirstPaymentDeps {
 export class CardFirstPayment {
   constructor(private readonly d: FirstPaymentDeps) {}
 
-  async open(trx: Tx, order: Row<'orders'>, req: FirstChargeRequest, wasPending: boolean): Promise<FirstStep> {
+  async open(trx: Tx, order: Row<'orders'>, req: FirstChargeRequest, wasPending: boolean): Promise<OpenedStep> {
     await this.claim(trx, order, wasPending);
     return this.d.payments.first.open(trx, req);
   }
@@ -105,7 +105,7 @@ export class CardFirstPayment {
   }
 
   /** Phases 2 and 3, repeated while a router salvages a retryable decline on its next member. */
-  async run(order: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[], req: FirstChargeRequest, opened: FirstStep): Promise<PaymentResult> {
+  async run(order: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[], req: FirstChargeRequest, opened: OpenedStep): Promise<PaymentResult> {
     let step = opened;
     for (;;) {
       if (step.kind === 'done') {
@@ -117,9 +117,10 @@ export class CardFirstPayment {
         this.d.events.nudge();
         return r;
       }
-      const call = step;
+      // The attempt row went with the COMMIT of the transaction that wrote it: committed by now.
+      const call = await committed(step);
       const outcome = await this.d.payments.sendFirstPayment(call.gateway, call.attempt, req);
-      const next = await this.d.store.transaction(async (trx): Promise<{ result: PaymentResult } | { step: FirstStep }> => {
+      const next = await this.d.store.transaction(async (trx): Promise<{ result: PaymentResult } | { step: OpenedStep }> => {
         // The order's lock goes with the answer's first write (neither depends on the other's result).
         const locked = this.d.orders.rows.lockOrderWithNext(trx, order.team_id, order.id);
         const recorded = await this.d.payments.first.record(trx, req, call, outcome);

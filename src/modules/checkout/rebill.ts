@@ -182,10 +182,12 @@ export class RebillUseCase extends UseCase {
     }
     // Phase 2: the gateway, holding no lock.
     const { call, order, cycle } = opened as { call: Extract<UpsellStep, { kind: 'call' }>; order: Row<'orders'>; cycle: number };
+    // The attempt row went with the COMMIT (UpsellStep): committed by now.
+    const attempt = await call.attempt;
     const outcome = await this.payments.sendCharge(call.gateway, call.request);
-    if (outcome.kind === 'unknown') return { kind: 'unknown', cycle, order, transaction: call.attempt };
+    if (outcome.kind === 'unknown') return { kind: 'unknown', cycle, order, transaction: attempt };
     // Phase 3: the answer and everything it changes, together.
-    const r = await this.store.transaction((trx) => this.settle(trx, teamId, call.attempt, outcome));
+    const r = await this.store.transaction((trx) => this.settle(trx, teamId, attempt, outcome));
     this.events.nudge();
     return r ?? { kind: 'skipped', why: 'settled by another path' };
   }

@@ -63,7 +63,7 @@ export class UpsellUseCase extends UseCase {
         upsellId: upsell.id,
         payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
       });
-      await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: opened.kind === 'call' ? opened.attempt.id : opened.transaction.id });
+      await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: opened.kind === 'call' ? opened.attemptId : opened.transaction.id });
       if (opened.kind === 'done') {
         // Decided without a provider call (a test card, nothing to charge, no gateway): the claim
         // settles in this same transaction, so no failure between two commits can leave it in flight.
@@ -71,7 +71,8 @@ export class UpsellUseCase extends UseCase {
         const result = o.kind === 'approved' ? ({ approved: true } as const) : { approved: false as const, reason: o.kind === 'declined' ? o.text : 'declined' };
         return { answered: await this.applyUpsellOutcome(trx, teamId, order, line, opened.transaction, result, claimId, customer) };
       }
-      const next: UpsellPhase = { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) };
+      // The attempt row, the claim and the COMMIT go in one round trip; the row is read once committed.
+      const next = { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) } as const;
       return { order, method, line, claimId, step: next, customer };
     });
     if ('replay' in claim) {
@@ -86,7 +87,7 @@ export class UpsellUseCase extends UseCase {
 
     const { order, method, line, claimId } = claim;
     const customer = 'customer' in claim ? claim.customer : undefined;
-    const step = claim.step ?? (await this.openSavedAtProvider(teamId, order, method, line, claimId));
+    const step: UpsellPhase = claim.step ? { ...claim.step, attempt: await claim.step.attempt } : await this.openSavedAtProvider(teamId, order, method, line, claimId);
     if (step.kind === 'done') return this.settleUpsell(teamId, order.id, line, claimId, step.transaction, step.outcome);
     // Phase 2: the attempt row is committed; the provider is asked holding no lock.
     const outcome = await step.send();

@@ -7,6 +7,17 @@ export async function insertTransaction(db: Executor, row: NewRow<'transactions'
   return db.insertInto('transactions').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
+/**
+ * An attempt row written now and sent with the transaction's next statement or its COMMIT
+ * (sendWithNext): for a phase 1 that has nothing left to read after it, so the row, the claim that
+ * names it and the COMMIT go in one round trip. The promise resolves with the row when that answer
+ * arrives; if the insert fails, so does the transaction (nothing of it commits).
+ */
+export function insertTransactionWithNext(db: Executor, row: NewRow<'transactions'>): Promise<Row<'transactions'>> {
+  // An insert that succeeds returns its row.
+  return firstWithNext(db, db.insertInto('transactions').values(row).returningAll()) as Promise<Row<'transactions'>>;
+}
+
 export async function updateTransaction(db: Executor, teamId: string, id: string, patch: RowPatch<'transactions'>): Promise<Row<'transactions'>> {
   return db.updateTable('transactions').set(patch).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }

@@ -15,6 +15,7 @@ export { EXTPAY_REFUND_REQUESTED, disputeView, type ListTransactionsQuery, trans
 /** The rows the payments module writes for its attempts (always in the caller's transaction). */
 const LEDGER_ROWS = {
   insertTransaction: repo.insertTransaction,
+  insertTransactionWithNext: repo.insertTransactionWithNext,
   closeAttempt,
   findTransaction: repo.findTransaction,
   listOrderTransactions: repo.listOrderTransactions,

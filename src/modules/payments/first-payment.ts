@@ -30,6 +30,22 @@ export type FirstStep =
       holds?: boolean;
     };
 
+type FirstCall = Extract<FirstStep, { kind: 'call' }>;
+
+/**
+ * A step as phase 1 (or a salvage in phase 3) writes it: a call's attempt row goes with the
+ * transaction's next statement or its COMMIT, in the same round trip, so it is a promise until the
+ * transaction has committed; `committed()` then gives the call. `earlier`: the attempts before it.
+ */
+export type OpenedStep = Exclude<FirstStep, FirstCall> | (Omit<FirstCall, 'attempt' | 'transactions'> & { attempt: Promise<Row<'transactions'>>; earlier: Row<'transactions'>[] });
+
+/** A call once the transaction that wrote its attempt has committed (the row is read by then). */
+export async function committed(step: Extract<OpenedStep, { kind: 'call' }>): Promise<FirstCall> {
+  const { earlier, attempt: written, ...call } = step;
+  const attempt = await written;
+  return { ...call, attempt, transactions: [...earlier, attempt] };
+}
+
 export const FIRST_PAYMENT = 'first_payment';
 /** The recovery run's code for an attempt its gateway never saw (see checkout/recover.ts). */
 
@@ -57,7 +73,7 @@ export class FirstPaymentLedger {
     return { routerId: null, maxAttempts: 1, candidates: [], skipped: [] };
   }
 
-  async open(trx: Tx, req: FirstChargeRequest): Promise<FirstStep> {
+  async open(trx: Tx, req: FirstChargeRequest): Promise<OpenedStep> {
     const card = summarizeCard(req.card);
     if (await this.gateways.isBinBlocked(trx, req.teamId, req.card.number)) {
       const text = `The card's BIN ${card.bin} is blocked by this merchant.`;
@@ -90,7 +106,7 @@ export class FirstPaymentLedger {
   }
 
   /** Opens the attempt on the next gateway that is active and has room under its caps, or declines with no_route. */
-  private async next(trx: Tx, req: FirstChargeRequest, card: CardSummary, plan: PaymentPlan, from: number, transactions: Row<'transactions'>[], holds: boolean): Promise<FirstStep> {
+  private async next(trx: Tx, req: FirstChargeRequest, card: CardSummary, plan: PaymentPlan, from: number, transactions: Row<'transactions'>[], holds: boolean): Promise<OpenedStep> {
     const tried = transactions.filter((t) => t.gateway_id !== null).length;
     for (let i = from; i < plan.candidates.length && tried < plan.maxAttempts; i++) {
       const { gateway, memberCap } = plan.candidates[i]!;
@@ -103,14 +119,15 @@ export class FirstPaymentLedger {
         plan.skipped.push({ gateway_id: gateway.id, reason: 'monthly_cap_reached' });
         continue;
       }
-      const attempt = await this.ledger.rows.insertTransaction(trx, {
+      // With the transaction's COMMIT (the caller sends nothing after it), in one round trip.
+      const attempt = this.ledger.rows.insertTransactionWithNext(trx, {
         ...attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'pending', gatewayId: gateway.id, routerId: plan.routerId, attempt: tried + 1, code: 'in_flight', text: 'Sent to the gateway; waiting for its answer' }),
         step: FIRST_PAYMENT,
         in_flight: true,
         volume_month: volume.month,
         is_test: gateway.test_mode,
       });
-      return { kind: 'call', attempt, gateway, plan, index: i, transactions: [...transactions, attempt], holds };
+      return { kind: 'call', attempt, gateway, plan, index: i, earlier: transactions, holds };
     }
     if (transactions.length > 0) {
       const last = transactions.at(-1)!;
@@ -148,7 +165,7 @@ export class FirstPaymentLedger {
    * decline through a router opens the next attempt; anything else is the payment's outcome.
    * `unknown` leaves the attempt in flight for the recovery run. Null: another path recorded it first.
    */
-  async record(trx: Tx, req: FirstChargeRequest, step: Extract<FirstStep, { kind: 'call' }>, outcome: ChargeOutcome): Promise<FirstStep | null> {
+  async record(trx: Tx, req: FirstChargeRequest, step: Extract<FirstStep, { kind: 'call' }>, outcome: ChargeOutcome): Promise<OpenedStep | null> {
     const card = summarizeCard(req.card);
     if (outcome.kind === 'unknown') {
       return { kind: 'done', outcome, transactions: step.transactions, paymentMethod: null, isTest: step.gateway.test_mode, holds: step.holds };

@@ -41,9 +41,13 @@ export interface SavedChargeRequest {
   payer: Payer;
 }
 
-/** An upsell charge in atomic phases: an attempt to send, or an answer decided without a provider call. */
+/**
+ * An upsell charge in atomic phases: an attempt to send, or an answer decided without a provider
+ * call. A call's attempt row goes with the transaction's next statement or its COMMIT (its id is
+ * known at once): await `attempt` once the transaction has committed.
+ */
 export type UpsellStep =
-  | { kind: 'call'; attempt: Row<'transactions'>; gateway: Row<'gateways'>; request: ChargeRequest }
+  | { kind: 'call'; attemptId: string; attempt: Promise<Row<'transactions'>>; gateway: Row<'gateways'>; request: ChargeRequest }
   | { kind: 'done'; outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>; transaction: Row<'transactions'> };
 
 export type { ExternalPaid, FirstPaymentOutcome } from '../ledger/views.ts';
@@ -153,7 +157,7 @@ export class PaymentsService {
     const volume = await this.gateways.volume.reserve(trx, req.teamId, gateway, null, req.amount);
     if (!volume.ok) return done('declined', 'no_route', `No payment gateway is available: ${gateway.id} monthly cap reached.`, false);
     const id = newId('transaction');
-    const attempt = await this.ledger.rows.insertTransaction(trx, {
+    const attempt = this.ledger.rows.insertTransactionWithNext(trx, {
       ...base(id, 'pending', 'in_flight', 'Sent to the gateway; waiting for its answer', gateway.id),
       in_flight: true,
       volume_month: volume.month,
@@ -169,7 +173,7 @@ export class PaymentsService {
       saveCard: false,
       payer: req.payer,
     };
-    return { kind: 'call', attempt, gateway, request };
+    return { kind: 'call', attemptId: id, attempt, gateway, request };
   }
 
   /** Phase 2: the provider call, holding no lock. */
