@@ -119,7 +119,7 @@ export class FirstPaymentLedger {
         plan.skipped.push({ gateway_id: gateway.id, reason: 'monthly_cap_reached' });
         continue;
       }
-      // With the transaction's COMMIT (the caller sends nothing after it), in one round trip.
+      // Goes with the transaction's next statement or its COMMIT (OpenedStep), in one round trip.
       const attempt = this.ledger.rows.insertTransactionWithNext(trx, {
         ...attemptRow(req, card, { type: firstPaymentType(req.amount), status: 'pending', gatewayId: gateway.id, routerId: plan.routerId, attempt: tried + 1, code: 'in_flight', text: 'Sent to the gateway; waiting for its answer' }),
         step: FIRST_PAYMENT,
