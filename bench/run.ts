@@ -107,7 +107,7 @@ interface Options {
  * first minute) and the funnels/s rose by a third meanwhile: a shorter warm-up measures a server
  * that is still warming up (bench/README.md, "Warm-up").
  */
-export const DEFAULT_WARMUP_S = 30;
+const DEFAULT_WARMUP_S = 30;
 
 const USAGE = `Usage: npm run bench [-- options]
 

@@ -63,7 +63,7 @@ export class UpsellUseCase extends UseCase {
         upsellId: upsell.id,
         payer: { email: customer!.email, first_name: customer!.first_name, last_name: customer!.last_name },
       });
-      await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: opened.kind === 'call' ? opened.attemptId : opened.transaction.id });
+      await this.orders.rows.insertOrderUpsell(trx, { ...claim, transaction_id: opened.kind === 'call' ? opened.request.attemptId : opened.transaction.id });
       if (opened.kind === 'done') {
         // Decided without a provider call (a test card, nothing to charge, no gateway): the claim
         // settles in this same transaction, so no failure between two commits can leave it in flight.

@@ -43,11 +43,11 @@ export interface SavedChargeRequest {
 
 /**
  * An upsell charge in atomic phases: an attempt to send, or an answer decided without a provider
- * call. A call's attempt row goes with the transaction's next statement or its COMMIT (its id is
- * known at once): await `attempt` once the transaction has committed.
+ * call. A call's attempt row goes with the transaction's next statement or its COMMIT (its id,
+ * `request.attemptId`, is known at once): await `attempt` once the transaction has committed.
  */
 export type UpsellStep =
-  | { kind: 'call'; attemptId: string; attempt: Promise<Row<'transactions'>>; gateway: Row<'gateways'>; request: ChargeRequest }
+  | { kind: 'call'; attempt: Promise<Row<'transactions'>>; gateway: Row<'gateways'>; request: ChargeRequest }
   | { kind: 'done'; outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>; transaction: Row<'transactions'> };
 
 export type { ExternalPaid, FirstPaymentOutcome } from '../ledger/views.ts';
@@ -173,7 +173,7 @@ export class PaymentsService {
       saveCard: false,
       payer: req.payer,
     };
-    return { kind: 'call', attemptId: id, attempt, gateway, request };
+    return { kind: 'call', attempt, gateway, request };
   }
 
   /** Phase 2: the provider call, holding no lock. */
