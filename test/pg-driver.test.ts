@@ -91,6 +91,38 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     expect(await ids()).toContain(32);
   });
 
+  it("a deferred write's own failure is translated by its mapError, from the next statement or the COMMIT; no round trip of its own", async () => {
+    const refused = new Error('refused by its guard');
+    const mapError = (err: unknown) => ((err as { code?: string }).code === '23505' ? refused : err);
+    await store.transaction((trx) => insert(trx, 401).execute(trx));
+    // Failing before the COMMIT: the COMMIT fails with the translated error, nothing commits.
+    await expect(
+      store.transaction(async (trx) => {
+        await insert(trx, 402).execute(trx);
+        await deferWrite(trx, insert(trx, 401, 'duplicate'), { mapError });
+      }),
+    ).rejects.toBe(refused);
+    // Failing before the next statement: that statement fails with the translated error.
+    await expect(
+      store.transaction(async (trx) => {
+        await deferWrite(trx, insert(trx, 401, 'duplicate'), { mapError });
+        await insert(trx, 403).execute(trx);
+      }),
+    ).rejects.toBe(refused);
+    // Another statement's failure is not translated.
+    await expect(
+      store.transaction(async (trx) => {
+        await deferWrite(trx, insert(trx, 404), { mapError });
+        await insert(trx, 401, 'duplicate').execute(trx);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    // Succeeding: it commits with the rest.
+    const n = await counted(() => store.transaction((trx) => deferWrite(trx, insert(trx, 405), { mapError })));
+    expect(n).toBe(1); // BEGIN + the write + COMMIT
+    expect(await ids()).toEqual(expect.arrayContaining([401, 405]));
+    expect((await ids()).filter((id) => id === 402 || id === 403 || id === 404)).toEqual([]);
+  });
+
   it('a failing statement after deferred writes rolls them back', async () => {
     const failed = store.transaction(async (trx) => {
       await deferWrite(trx, insert(trx, 41));

@@ -105,8 +105,40 @@ describe('dispute and upsell claim moves', () => {
     const orders = app.ctx.services.orders;
     await app.store.transaction((trx) => orders.moveUpsellClaim(trx, team.teamId, claimId, 'pending'));
     await app.store.transaction((trx) => orders.moveUpsellClaim(trx, team.teamId, claimId, 'approved'));
-    await expect(app.store.transaction((trx) => orders.moveUpsellClaim(trx, team.teamId, claimId, 'pending'))).rejects.toMatchObject({ code: 'conflict' });
+    await expect(app.store.transaction((trx) => orders.moveUpsellClaim(trx, team.teamId, claimId, 'pending'))).rejects.toMatchObject({
+      code: 'conflict',
+      message: 'An upsell claim can only become pending from in_flight.',
+    });
     const row = await app.store.run((db) => db.selectFrom('order_upsells').select('status').where('id', '=', claimId).executeTakeFirstOrThrow());
     expect(row.status).toBe('approved');
+    // On PostgreSQL the move goes with the COMMIT, unanswered until then: its refusal fails the
+    // COMMIT, and nothing the transaction wrote before it commits (here an order's timeline row).
+    const marker = `refused_${claimId}`;
+    await expect(
+      app.store.transaction(async (trx) => {
+        await orders.recordEvents(trx, team.teamId, s.orderId, [{ type: marker }]);
+        await orders.moveUpsellClaim(trx, team.teamId, claimId, 'declined', { response_status: 402 });
+      }),
+    ).rejects.toMatchObject({ code: 'conflict', message: 'An upsell claim can only become declined from in_flight or pending.' });
+    const written = await app.store.run((db) => db.selectFrom('order_events').select('id').where('type', '=', marker).execute());
+    expect(written).toEqual([]);
+    const after = await app.store.run((db) => db.selectFrom('order_upsells').select(['status', 'response_status']).where('id', '=', claimId).executeTakeFirstOrThrow());
+    expect(after).toEqual({ status: 'approved', response_status: null });
+  });
+
+  it("an order's move answers the row as written, without reading it back", async () => {
+    const s = await subscriptionIn('active');
+    const orders = app.ctx.services.orders;
+    const moved = await app.store.transaction(async (trx) => {
+      const held = (await orders.rows.findOrder(trx, team.teamId, s.orderId, { forUpdate: true }))!;
+      const cancelled = await orders.move(trx, held, { status: 'cancelled' }, { type: 'order.cancelled', data: { by: 'test' } }, { needs_qa: true, qa_reason: 'moved' });
+      // A second change on the first one's answer, as a payment's answer and its affiliate throttle do.
+      return orders.updateWithEvents(trx, cancelled, { is_throttle: true, payment_method_id: null, rebill_cycle: undefined }, []);
+    });
+    const stored = await app.store.run((db) => db.selectFrom('orders').selectAll().where('id', '=', s.orderId).executeTakeFirstOrThrow());
+    expect(moved).toEqual(stored);
+    expect(stored).toMatchObject({ status: 'cancelled', needs_qa: true, qa_reason: 'moved', is_throttle: true });
+    const timeline = await app.store.run((db) => db.selectFrom('order_events').select('type').where('order_id', '=', s.orderId).where('type', '=', 'order.cancelled').execute());
+    expect(timeline).toHaveLength(1);
   });
 });

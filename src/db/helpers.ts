@@ -9,3 +9,9 @@ export function presentFields<T extends object>(patch: T): Partial<T> | null {
   const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
   return entries.length === 0 ? null : (Object.fromEntries(entries) as Partial<T>);
 }
+
+/** True when `err` is a write's own guard refusing it (checkstand_expect_rows, migration 0020: SQLSTATE CS409). */
+export function isGuardRefusal(err: unknown): boolean {
+  const e = err as { code?: unknown } | null;
+  return typeof e === 'object' && e !== null && e.code === 'CS409';
+}

@@ -103,8 +103,8 @@ class PipelinedPostgresDriver implements Driver {
 
 type Socketish = { cork?: () => void; uncork?: () => void };
 
-/** Compiled writes marked by deferWrite(): sent without waiting for their answer. */
-const DEFERRED = new WeakSet<CompiledQuery>();
+/** Compiled writes marked by deferWrite(): sent without waiting for their answer; each with the translation of its own failure, if any. */
+const DEFERRED = new WeakMap<CompiledQuery, ((err: unknown) => unknown) | null>();
 
 /**
  * A write whose answer the transaction does not need (an insert with no RETURNING whose failure
@@ -115,10 +115,26 @@ const DEFERRED = new WeakSet<CompiledQuery>();
  * transaction commits, as if it had been awaited. Outside a transaction, and on the embedded
  * database, it is simply executed and awaited.
  */
-export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilder<unknown>): Promise<void> {
+export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilder<unknown>, opts: DeferOptions = {}): Promise<void> {
   const compiled = compileWith(trx, query);
-  DEFERRED.add(compiled);
-  await trx.executeQuery(compiled);
+  const mapError = opts.mapError ?? null;
+  DEFERRED.set(compiled, mapError);
+  try {
+    await trx.executeQuery(compiled);
+  } catch (err) {
+    // Run at once (outside a transaction, on the embedded database): its own failure, translated.
+    throw mapError ? mapError(err) : err;
+  }
+}
+
+export interface DeferOptions {
+  /**
+   * The error the transaction fails with when this write fails, given the database's: a write
+   * whose SQL refuses what it must not do (a guard that raises) names that refusal to the caller,
+   * whether it is answered at once (the embedded database) or with the statement after it or the
+   * COMMIT (PostgreSQL). Other statements' failures are not passed to it.
+   */
+  mapError?: (err: unknown) => unknown;
 }
 
 /** Statements marked by sendWithNext(): each takes the promise of its answer. */
@@ -282,7 +298,13 @@ class PipelinedConnection implements DatabaseConnection {
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     if (this.inTransaction && DEFERRED.has(compiled)) {
-      if (mergeableInsert(compiled)) {
+      const mapError = DEFERRED.get(compiled);
+      if (mapError) {
+        const answer = this.write(compiled.sql, compiled.parameters as unknown[]);
+        const translated = answer.catch((err: unknown) => Promise.reject(mapError(err)));
+        translated.catch(() => {});
+        this.leaveUnanswered(translated);
+      } else if (mergeableInsert(compiled)) {
         const table = insertTable(compiled);
         if (this.deferredInserts.some((d) => insertTable(d) === table)) this.writeDeferredInserts();
         this.deferredInserts.push(compiled);

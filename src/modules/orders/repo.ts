@@ -82,6 +82,29 @@ export async function updateOrderWithEvents(db: Executor, teamId: string, id: st
   return q.updateTable('orders').set({ ...patch, updated_at: new Date() }).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
+/** What an update of a held order may write: the row's plain columns (no JSON column, no SQL expression). */
+export type HeldOrderPatch = Omit<RowPatch<'orders'>, 'shipping_address' | 'billing_address'>;
+
+/**
+ * An update of an order this transaction holds under its row lock, with its timeline rows, sent with
+ * the transaction's next statement or its COMMIT (deferWrite): no round trip of its own, and no row
+ * read back. The answer is `held` (the row as read under the lock in this transaction, or as a
+ * previous call answered it) with the patch: nothing else can change the row meanwhile, and each
+ * column takes the value given (none is computed by the database, `updated_at` included). A failure
+ * fails the statement after it or the COMMIT, and nothing of the transaction commits.
+ */
+export async function updateHeldOrder(db: Executor, held: Row<'orders'>, patch: HeldOrderPatch, events: NewRow<'order_events'>[]): Promise<Row<'orders'>> {
+  const set: Record<string, unknown> = { updated_at: new Date() };
+  for (const [column, value] of Object.entries(patch)) {
+    if (value === undefined) continue; // as Kysely's set() skips it
+    if (value !== null && typeof value === 'object' && !(value instanceof Date)) throw new Error(`updateHeldOrder: ${column} is not a plain value`);
+    set[column] = value;
+  }
+  const q: Pick<Executor, 'updateTable'> = events.length > 0 ? db.with('timeline', (t) => t.insertInto('order_events').values(events)) : db;
+  await deferWrite(db, q.updateTable('orders').set(set).where('team_id', '=', held.team_id).where('id', '=', held.id));
+  return { ...held, ...set } as Row<'orders'>;
+}
+
 /**
  * Lines and timeline rows of a new order in one statement. `withNext`: sent with the transaction's
  * next statement or its COMMIT (sendWithNext), the promise resolving when that is answered.
@@ -208,23 +231,33 @@ export async function insertOrderUpsell(db: Executor, row: NewRow<'order_upsells
   await deferWrite(db, db.insertInto('order_upsells').values(row));
 }
 
-/** Moves an upsell claim to a new status only from one of `from` (its table's sources for that status); false when it was in none. */
-export async function moveOrderUpsell(
+/**
+ * Moves an upsell claim to a new status only from one of `from` (its table's sources for that
+ * status), sent with the transaction's next statement or its COMMIT (deferWrite): the statement
+ * checks its own row count (checkstand_expect_rows, migration 0020) and fails with SQLSTATE CS409
+ * and `refusal` when the claim was in none, aborting the transaction; `mapError` names that failure.
+ */
+export async function moveOrderUpsellWithNext(
   db: Executor,
   teamId: string,
   id: string,
   from: ReadonlyArray<Row<'order_upsells'>['status']>,
   patch: RowPatch<'order_upsells'> & { status: Row<'order_upsells'>['status'] },
-): Promise<boolean> {
-  const r = await db
-    .updateTable('order_upsells')
-    .set({ ...patch, updated_at: new Date() })
-    .where('team_id', '=', teamId)
-    .where('id', '=', id)
-    .where('status', 'in', [...from])
-    .returning('id')
-    .executeTakeFirst();
-  return r !== undefined;
+  refusal: { message: string; mapError: (err: unknown) => unknown },
+): Promise<void> {
+  const moved = db
+    .with('moved', (w) =>
+      w
+        .updateTable('order_upsells')
+        .set({ ...patch, updated_at: new Date() })
+        .where('team_id', '=', teamId)
+        .where('id', '=', id)
+        .where('status', 'in', [...from])
+        .returning('id'),
+    )
+    .selectFrom('moved')
+    .select(sql<number>`checkstand_expect_rows(count(*), 1, ${refusal.message})`.as('moved'));
+  await deferWrite(db, moved, { mapError: refusal.mapError });
 }
 
 /** False when the claim is gone (released as an orphan): the caller must not charge for it. */

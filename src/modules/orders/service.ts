@@ -2,6 +2,7 @@ import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { iso } from '../../app/schemas.ts';
 import { type Executor, readTogether, type Store, type Tx } from '../../db/database.ts';
+import { isGuardRefusal } from '../../db/helpers.ts';
 import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
 import type { Address, NewRow, Row, RowPatch } from '../../db/schema.ts';
 import type { AffiliateBlock, AffiliateScope, AffiliatesService } from '../affiliates/service.ts';
@@ -155,14 +156,16 @@ export class OrdersService {
   /**
    * The one way an order's status or payment status changes: both moves checked against their
    * tables (ORDER, ORDER_PAYMENT), the row written with `patch`, and the timeline row recorded, in
-   * the caller's transaction (which holds the order's row lock).
+   * the caller's transaction, which holds the order's row lock: `order` is the row as read under
+   * that lock (or as a previous move or update answered it). The write goes with the transaction's
+   * next statement or its COMMIT, and the answer is `order` with the change (repo.updateHeldOrder).
    */
   async move(
     trx: Tx,
     order: Row<'orders'>,
     to: { status?: OrderStatus; payment_status?: PaymentStatus },
     event: OrderEvent | null,
-    patch: RowPatch<'orders'> = {},
+    patch: repo.HeldOrderPatch = {},
   ): Promise<Row<'orders'>> {
     const moves = [
       ...(to.status ? [ORDER.move(order.status, to.status)] : []),
@@ -170,12 +173,15 @@ export class OrdersService {
     ];
     // The timeline row is written by the row's own UPDATE (one statement), so transition() records none.
     const timeline = event ? this.timelineRows(order.team_id, order.id, [event]) : [];
-    return transition(trx, moves, { write: (t) => repo.updateOrderWithEvents(t, order.team_id, order.id, { ...patch, ...to }, timeline), event: null });
+    return transition(trx, moves, { write: (t) => repo.updateHeldOrder(t, order, { ...patch, ...to }, timeline), event: null });
   }
 
-  /** Totals (or other columns) written with the timeline rows that explain them, in one statement. */
-  async updateWithEvents(trx: Tx, order: Row<'orders'>, patch: RowPatch<'orders'>, events: OrderEvent[]): Promise<Row<'orders'>> {
-    return repo.updateOrderWithEvents(trx, order.team_id, order.id, patch, this.timelineRows(order.team_id, order.id, events));
+  /**
+   * Totals (or other columns) written with the timeline rows that explain them, in one statement,
+   * on an order the caller's transaction holds under its row lock (as move()).
+   */
+  async updateWithEvents(trx: Tx, order: Row<'orders'>, patch: repo.HeldOrderPatch, events: OrderEvent[]): Promise<Row<'orders'>> {
+    return repo.updateHeldOrder(trx, order, patch, this.timelineRows(order.team_id, order.id, events));
   }
 
   /** A new order's lines and its first timeline rows, in one statement (`withNext`: see repo.insertLinesWithEvents). */
@@ -185,14 +191,18 @@ export class OrdersService {
 
   /**
    * An upsell claim's status change, checked against ORDER_UPSELL in the statement that writes it:
-   * the row moves only from a status the table lets reach `to` (the claim is read under the order's
-   * row lock, so no other writer races it); anything else is a conflict.
+   * the row moves only from a status the table lets reach `to` (the claim is written under the
+   * order's row lock, so no other writer races it); anything else is a conflict. The statement goes
+   * with the transaction's next statement or its COMMIT (no round trip of its own): the conflict
+   * then fails that statement or the COMMIT, and nothing of the transaction commits.
    */
   async moveUpsellClaim(trx: Tx, teamId: string, claimId: string, to: OrderUpsellStatus, patch: RowPatch<'order_upsells'> = {}): Promise<void> {
     const from = ORDER_UPSELL.states.filter((s) => ORDER_UPSELL.canMove(s, to));
-    if (!(await repo.moveOrderUpsell(trx, teamId, claimId, from, { ...patch, status: to }))) {
-      throw new ApiError('conflict', `An upsell claim can only become ${to} from ${from.join(' or ')}.`);
-    }
+    const message = `An upsell claim can only become ${to} from ${from.join(' or ')}.`;
+    await repo.moveOrderUpsellWithNext(trx, teamId, claimId, from, { ...patch, status: to }, {
+      message,
+      mapError: (err) => (isGuardRefusal(err) ? new ApiError('conflict', message) : err),
+    });
   }
 
   /** Records timeline rows in the caller's transaction; other modules use it for their order changes. */
