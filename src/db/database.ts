@@ -2,12 +2,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import { Kysely, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { DatabaseHealth } from './faults.ts';
 import { handedToConnection, PipelinedPostgresDialect } from './pg-driver.ts';
-import { DEFAULT_PREPARED_STATEMENTS, poolNamingStatements, StatementNames } from './statement-names.ts';
+import { DEFAULT_PREPARED_STATEMENTS, StatementNames } from './statement-names.ts';
 export { deferWrite, firstWithNext, readTogether, sendWithNext } from './pg-driver.ts';
 import type { DB } from './schema.ts';
 
@@ -220,9 +220,12 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   const owned = !opts.pglite;
   const instance = pglite;
   // PGlite is one connection: a pool of one queues callers, so Kysely and everything else share it.
-  // node-postgres speaks the wire protocol to it through a stream (pglite-socket.ts).
-  const pool = new pg.Pool({ stream: () => new PgliteSocket(instance), max: 1, host: 'localhost', port: 5432, user: 'postgres', database: 'postgres', password: 'embedded' });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: names ? poolNamingStatements(pool, names) : pool }) });
+  // node-postgres speaks the wire protocol to it through a stream (pglite-socket.ts), in pipeline
+  // mode as on PostgreSQL: what the driver sends together (a BEGIN with the first statement,
+  // deferred writes, reads together) goes to PGlite in one call, and deferred inserts into
+  // different tables go as one statement.
+  const pool = new pg.Pool({ stream: () => new PgliteSocket(instance), max: 1, host: 'localhost', port: 5432, user: 'postgres', database: 'postgres', password: 'embedded', pipeline: true });
+  const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names) });
   return new Store(db, pool, 'pglite', async () => {
     if (owned) await instance.close();
     if (release) await release();

@@ -16,7 +16,9 @@ import { ConnectionStatements, type StatementNames } from './statement-names.ts'
 /**
  * Kysely's PostgreSQL dialect with one round trip less per transaction: BEGIN is not sent on its
  * own and awaited, it is written with the transaction's first statement, in one socket write,
- * on a client in node-postgres's pipeline mode (`new pg.Pool({ pipeline: true })`). PostgreSQL
+ * on a client in node-postgres's pipeline mode (`new pg.Pool({ pipeline: true })`). Both stores
+ * use it: PostgreSQL over its socket, and the embedded database through its stream
+ * (pglite-socket.ts), where one write is one call into PGlite. PostgreSQL
  * runs them in order, each with its own Sync: the statement runs inside the transaction exactly
  * as if BEGIN had been awaited first. A transaction that sends no statement sends no BEGIN and
  * no COMMIT.
@@ -108,12 +110,12 @@ const DEFERRED = new WeakMap<CompiledQuery, ((err: unknown) => unknown) | null>(
 
 /**
  * A write whose answer the transaction does not need (an insert with no RETURNING whose failure
- * can only abort the transaction): on PostgreSQL it is written to the connection with the next
+ * can only abort the transaction): on a pipelined connection it is written to the connection with the next
  * statement that is awaited, or with the COMMIT, in the same socket write, instead of costing a
  * round trip of its own. Its answer is still checked: if it failed, the statement after it and
  * the COMMIT fail with its own error (PostgreSQL aborted the transaction at it), so nothing of the
- * transaction commits, as if it had been awaited. Outside a transaction, and on the embedded
- * database, it is simply executed and awaited.
+ * transaction commits, as if it had been awaited. Outside a transaction (or on a connection that
+ * is not pipelined) it is simply executed and awaited.
  */
 export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilder<unknown>, opts: DeferOptions = {}): Promise<void> {
   const compiled = compileWith(trx, query);
@@ -122,7 +124,7 @@ export async function deferWrite(trx: Kysely<any>, query: Compilable | RawBuilde
   try {
     await trx.executeQuery(compiled);
   } catch (err) {
-    // Run at once (outside a transaction, on the embedded database): its own failure, translated.
+    // Run at once (outside a transaction): its own failure, translated.
     throw mapError ? mapError(err) : err;
   }
 }
@@ -131,8 +133,8 @@ export interface DeferOptions {
   /**
    * The error the transaction fails with when this write fails, given the database's: a write
    * whose SQL refuses what it must not do (a guard that raises) names that refusal to the caller,
-   * whether it is answered at once (the embedded database) or with the statement after it or the
-   * COMMIT (PostgreSQL). Other statements' failures are not passed to it.
+   * whether it is answered at once (outside a transaction) or with the statement after it or the
+   * COMMIT. Other statements' failures are not passed to it.
    */
   mapError?: (err: unknown) => unknown;
 }
@@ -141,14 +143,14 @@ export interface DeferOptions {
 const EARLY = new WeakMap<CompiledQuery, (answer: Promise<pg.QueryResult>) => void>();
 
 /**
- * A statement whose answer the transaction needs later, not now: on PostgreSQL it is written to the
+ * A statement whose answer the transaction needs later, not now: on a pipelined connection it is written to the
  * connection at once and goes out with the next statement the transaction sends (or its COMMIT),
  * in the same socket write, instead of taking a round trip of its own; the promise resolves with
  * its rows when that answer arrives. It runs where it was written, after the statements before it
  * and before the ones after it. If it fails, its promise rejects and the next statement and the
  * COMMIT fail with its error (nothing commits), as with deferWrite(). When the transaction sends
  * nothing else before the next turn of the event loop, it is sent on its own, so awaiting it at
- * once never hangs. Outside a transaction, and on the embedded database, it is simply executed.
+ * once never hangs. Outside a transaction (or on a connection that is not pipelined) it is simply executed.
  */
 export function sendWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: Kysely<any>, query: Q): Promise<RowsOf<Q>> {
   const compiled = compileWith(trx, query);
@@ -165,7 +167,7 @@ export function sendWithNext<Q extends Compilable<any> | RawBuilder<any>>(trx: K
       () => handed.delete(done),
       (err: unknown) => {
         handed.delete(done);
-        // Where it ran at once (the embedded database), its failure is the transaction's.
+        // Where it ran at once (a connection that is not pipelined), its failure is the transaction's.
         if (!FAILED.has(trx)) FAILED.set(trx, err);
       },
     );
@@ -201,8 +203,8 @@ const FAILED = new WeakMap<Kysely<any>, unknown>();
 export async function handedToConnection(trx: Kysely<any>): Promise<void> {
   const handed = UNHANDED.get(trx);
   while (handed && handed.size > 0) await Promise.all([...handed]);
-  // On the embedded database such a statement has run by now: if it failed, so does the
-  // transaction (on PostgreSQL its failure reaches the COMMIT through the connection instead).
+  // On a connection that is not pipelined such a statement has run by now: if it failed, so does
+  // the transaction (on a pipelined one its failure reaches the COMMIT through the connection instead).
   if (FAILED.has(trx)) throw FAILED.get(trx);
 }
 
@@ -214,10 +216,10 @@ function compileWith(db: Kysely<any>, query: Compilable | RawBuilder<unknown>): 
 type RowsOf<Q> = Q extends Compilable<infer R> ? R[] : Q extends RawBuilder<infer R> ? R[] : never;
 
 /**
- * Statements that do not depend on each other's answers, sent together: on PostgreSQL written in
+ * Statements that do not depend on each other's answers, sent together: on a pipelined connection written in
  * one socket write and answered in one round trip (each still its own statement, run in order, so a
- * read after a write sees it: an upsell's new line, then all the order's lines); elsewhere (the
- * embedded database) run one after another. Resolves with each query's rows, in order; the first
+ * read after a write sees it: an upsell's new line, then all the order's lines); on a connection
+ * that is not pipelined, run one after another. Resolves with each query's rows, in order; the first
  * that fails rejects it with its own error.
  */
 export async function readTogether<Q extends readonly (Compilable<any> | RawBuilder<any>)[]>(db: Kysely<any>, queries: Q): Promise<{ -readonly [K in keyof Q]: RowsOf<Q[K]> }> {

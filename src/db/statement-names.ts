@@ -1,4 +1,3 @@
-import type { PostgresPool, PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 
 /**
@@ -91,28 +90,4 @@ export class ConnectionStatements {
 export function isStalePlan(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   return !!e && e.code === '0A000' && typeof e.message === 'string' && e.message.includes('cached plan must not change result type');
-}
-
-/**
- * Kysely's own PostgreSQL dialect (the embedded database) over a pool whose clients name their
- * statements. The same wrapper for a client every time, so Kysely keeps one connection object per client.
- */
-export function poolNamingStatements(pool: pg.Pool, names: StatementNames): PostgresPool {
-  const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
-  return {
-    async connect() {
-      const client = await pool.connect();
-      let w = wrapped.get(client);
-      if (!w) {
-        const statements = new ConnectionStatements(names);
-        w = {
-          query: ((text: string, parameters: readonly unknown[]) => statements.query(client, text, [...parameters])) as unknown as PostgresPoolClient['query'],
-          release: () => client.release(),
-        };
-        wrapped.set(client, w);
-      }
-      return w;
-    },
-    end: () => pool.end(),
-  };
 }
