@@ -310,6 +310,50 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     expect(await ids()).toEqual(expect.arrayContaining([311, 312]));
   });
 
+  const parentUpdate = (trx: Tx, id: number, v: string) => (trx as unknown as Kysely<any>).updateTable(TABLE).set({ v }).where('id', '=', id);
+
+  it('a deferred UPDATE goes in the same statement as deferred inserts into other tables; one into the same table, or one that reads another table, goes on its own', async () => {
+    await store.transaction((trx) => parentInsert(trx, 331, 'before').execute());
+    const texts = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, parentUpdate(trx, 331, 'after'));
+        await deferWrite(trx, childInsert(trx, 31, 331));
+      }),
+    );
+    // BEGIN, the update and the insert as one statement, COMMIT.
+    expect(texts).toHaveLength(3);
+    expect(texts[1]).toMatch(/^with "deferred_0" as \(update .+\) insert into /);
+    const both = await store.run((db) => sql<{ v: string; note: string }>`select p.v, c.note from ${sql.table(CHILD)} c join ${sql.table(TABLE)} p on p.id = c.parent_id where c.id = 31`.execute(db));
+    expect(both.rows).toEqual([{ v: 'after', note: "it's $1" }]);
+
+    // An update of a row a held insert adds (one table): the insert goes first, on its own, so the update finds the row.
+    const sameTable = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, parentInsert(trx, 332, 'new'));
+        await deferWrite(trx, parentUpdate(trx, 332, 'updated'));
+      }),
+    );
+    expect(sameTable).toHaveLength(4);
+    const row = await store.run((db) => sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = 332`.execute(db));
+    expect(row.rows).toEqual([{ v: 'updated' }]);
+
+    // An update whose WHERE reads another table is never merged: in one statement it would not see that table's held rows.
+    const reading = (trx: Tx) =>
+      (trx as unknown as Kysely<any>)
+        .updateTable(TABLE)
+        .set({ v: 'has a child' })
+        .where('id', 'in', (qb: any) => qb.selectFrom(CHILD).select('parent_id').where('id', '=', 33));
+    const subquery = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, childInsert(trx, 33, 331));
+        await deferWrite(trx, reading(trx));
+      }),
+    );
+    expect(subquery).toHaveLength(4);
+    const updated = await store.run((db) => sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = 331`.execute(db));
+    expect(updated.rows).toEqual([{ v: 'has a child' }]);
+  });
+
   it('a transaction that rolls back never sends the deferred inserts it still held', async () => {
     const texts = await statementsSent(() =>
       store

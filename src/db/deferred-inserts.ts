@@ -1,24 +1,33 @@
 import type { CompiledQuery } from 'kysely';
 
 /*
- * Deferred inserts (pg-driver.ts's deferWrite()) into different tables, sent as one statement.
+ * Deferred writes (pg-driver.ts's deferWrite()) into different tables, sent as one statement.
  */
 
 /**
- * A deferred write that may share a statement with others: an INSERT … VALUES with no WITH of its
- * own and no RETURNING (whether its text renumbers safely is found when it is merged: mergeDeferred).
- * Inserts into different tables only: rows of one statement do not see each other, so two inserts
- * into one table (whose unique checks could depend on each other) stay two statements.
+ * A deferred write that may share a statement with others: an INSERT … VALUES, or an UPDATE of
+ * one table by its own columns (no FROM, no join, no subquery: nothing it reads but the row it
+ * changes), with no WITH of its own and no RETURNING (whether its text renumbers safely is found
+ * when it is merged: mergeDeferred). Writes into different tables only: the parts of one statement
+ * run in one snapshot and do not see each other's rows, so two writes into one table stay two
+ * statements, and an UPDATE never misses a row another part adds.
  */
-export function mergeableInsert(compiled: CompiledQuery): boolean {
-  const node = compiled.query as { kind: string; with?: unknown; returning?: unknown; values?: { kind: string } };
-  return node.kind === 'InsertQueryNode' && !node.with && !node.returning && node.values?.kind === 'ValuesNode';
+export function mergeableWrite(compiled: CompiledQuery): boolean {
+  const node = compiled.query as { kind: string; with?: unknown; returning?: unknown; values?: { kind: string }; from?: unknown; joins?: unknown };
+  if (node.with || node.returning) return false;
+  if (node.kind === 'InsertQueryNode') return node.values?.kind === 'ValuesNode';
+  if (node.kind === 'UpdateQueryNode') return !node.from && !node.joins && !/\bselect\b/i.test(compiled.sql);
+  return false;
 }
 
-export function insertTable(compiled: CompiledQuery): string {
-  const into = (compiled.query as { into?: { table?: { identifier?: { name?: string } } } }).into;
-  return into?.table?.identifier?.name ?? '';
+/** The table a mergeable write changes. */
+export function writeTable(compiled: CompiledQuery): string {
+  const node = compiled.query as { kind: string; into?: TableRef; table?: TableRef };
+  const table = node.kind === 'UpdateQueryNode' ? node.table : node.into;
+  return table?.table?.identifier?.name ?? '';
 }
+
+type TableRef = { table?: { identifier?: { name?: string } } };
 
 /**
  * The statement's text with each placeholder `$n` moved up by `offset`, outside quoted literals and
@@ -63,9 +72,9 @@ function renumbered(compiled: CompiledQuery, offset: number): string | null {
 }
 
 /**
- * Deferred inserts into different tables as one statement: each but the last in a data-modifying
+ * Deferred writes into different tables as one statement: each but the last in a data-modifying
  * CTE, the last as the statement itself; null when one of them cannot be renumbered safely (then
- * each goes on its own). PostgreSQL runs every CTE's insert exactly once, in the same transaction
+ * each goes on its own). PostgreSQL runs every CTE's write exactly once, in the same transaction
  * and snapshot; foreign keys are checked at the end of the statement, so an insert may name a row
  * another one of them adds (a webhook delivery its event). One statement where there were several:
  * less work for the server and for node-postgres, the same rows.

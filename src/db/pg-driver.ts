@@ -10,7 +10,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { insertTable, mergeableInsert, mergeDeferred } from './deferred-inserts.ts';
+import { mergeableWrite, mergeDeferred, writeTable } from './deferred-inserts.ts';
 import { ConnectionStatements, type StatementNames } from './statement-names.ts';
 
 /**
@@ -242,8 +242,8 @@ class PipelinedConnection implements DatabaseConnection {
   /** The first of them that failed, once its answer (or node-postgres's own error) is in. */
   private failedUnanswered: Error | null = null;
   private corked = false;
-  /** Deferred inserts not yet written: written as one statement before anything else (mergeDeferred). */
-  private deferredInserts: CompiledQuery[] = [];
+  /** Deferred writes into different tables not yet written: written as one statement before anything else (mergeDeferred). */
+  private heldWrites: CompiledQuery[] = [];
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -256,16 +256,16 @@ class PipelinedConnection implements DatabaseConnection {
     this.inTransaction = true;
     this.unanswered = [];
     this.failedUnanswered = null;
-    this.deferredInserts = [];
+    this.heldWrites = [];
   }
 
   /** COMMIT or ROLLBACK; nothing at all when the transaction never sent a statement. */
   async end(command: 'commit' | 'rollback'): Promise<void> {
     this.inTransaction = false;
-    // Deferred inserts still held go out before the COMMIT (and are checked like any deferred
+    // Deferred writes still held go out before the COMMIT (and are checked like any deferred
     // write below); a ROLLBACK never sends them.
-    if (command === 'commit') this.writeDeferredInserts();
-    else this.deferredInserts = [];
+    if (command === 'commit') this.writeHeld();
+    else this.heldWrites = [];
     if (this.pendingBegin !== null) {
       this.pendingBegin = null;
       this.unanswered = [];
@@ -306,10 +306,10 @@ class PipelinedConnection implements DatabaseConnection {
         const translated = answer.catch((err: unknown) => Promise.reject(mapError(err)));
         translated.catch(() => {});
         this.leaveUnanswered(translated);
-      } else if (mergeableInsert(compiled)) {
-        const table = insertTable(compiled);
-        if (this.deferredInserts.some((d) => insertTable(d) === table)) this.writeDeferredInserts();
-        this.deferredInserts.push(compiled);
+      } else if (mergeableWrite(compiled)) {
+        const table = writeTable(compiled);
+        if (this.heldWrites.some((d) => writeTable(d) === table)) this.writeHeld();
+        this.heldWrites.push(compiled);
       } else {
         this.leaveUnanswered(this.write(compiled.sql, compiled.parameters as unknown[]));
       }
@@ -375,20 +375,20 @@ class PipelinedConnection implements DatabaseConnection {
       this.pendingBegin = null;
       this.leaveUnanswered(this.client.query(begin));
     }
-    if (this.deferredInserts.length > 0) this.writeDeferredInserts();
+    if (this.heldWrites.length > 0) this.writeHeld();
     const answer = !values ? this.client.query(text) : this.statements ? this.statements.query(this.client, text, values) : this.client.query(text, values);
     answer.catch(() => {});
     return answer;
   }
 
   /**
-   * The deferred inserts held so far, written (not flushed): several as one statement of
+   * The deferred writes held so far, written (not flushed): several as one statement of
    * data-modifying CTEs (mergeDeferred), else each as it is. Unanswered, like any deferred write.
    */
-  private writeDeferredInserts(): void {
-    const held = this.deferredInserts;
+  private writeHeld(): void {
+    const held = this.heldWrites;
     if (held.length === 0) return;
-    this.deferredInserts = [];
+    this.heldWrites = [];
     const merged = held.length > 1 ? mergeDeferred(held) : null;
     for (const { sql, parameters } of merged ? [merged] : held) this.leaveUnanswered(this.write(sql, parameters as unknown[]));
   }
@@ -432,7 +432,7 @@ class PipelinedConnection implements DatabaseConnection {
     this.inTransaction = false;
     this.unanswered = [];
     this.failedUnanswered = null;
-    this.deferredInserts = [];
+    this.heldWrites = [];
     this.client.release();
   }
 }

@@ -100,8 +100,10 @@ export async function updateHeldOrder(db: Executor, held: Row<'orders'>, patch: 
     if (value !== null && typeof value === 'object' && !(value instanceof Date)) throw new Error(`updateHeldOrder: ${column} is not a plain value`);
     set[column] = value;
   }
-  const q: Pick<Executor, 'updateTable'> = events.length > 0 ? db.with('timeline', (t) => t.insertInto('order_events').values(events)) : db;
-  await deferWrite(db, q.updateTable('orders').set(set).where('team_id', '=', held.team_id).where('id', '=', held.id));
+  // Two deferred writes into different tables: the driver sends them as one statement, with the
+  // deferred writes around them (the outbox event, its deliveries, the mail row).
+  if (events.length > 0) await deferWrite(db, db.insertInto('order_events').values(events));
+  await deferWrite(db, db.updateTable('orders').set(set).where('team_id', '=', held.team_id).where('id', '=', held.id));
   return { ...held, ...set } as Row<'orders'>;
 }
 
