@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable, SelectQueryBuilder, Updateable } from 'kysely';
 
 /** Columns with a database default: optional on insert, always present on select. */
 type Defaulted<T> = ColumnType<T, T | undefined, T>;
@@ -697,6 +697,11 @@ export interface DB {
 export type Row<T extends keyof DB> = Selectable<DB[T]>;
 export type NewRow<T extends keyof DB> = Insertable<DB[T]>;
 export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;
+/**
+ * A subquery of ids one module builds on its own table for another module's query (the orders
+ * search's customer matches; the customer of an order locked in the same round trip).
+ */
+export type IdSubquery = SelectQueryBuilder<DB, any, Record<string, string | null>>;
 
 export type FraudMetric = 'attempts' | 'declines';
 export type FraudDimension = 'card_fingerprint' | 'bin' | 'email' | 'ip_address' | 'order';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
-import type { NewRow, Row } from '../../db/schema.ts';
+import type { IdSubquery, NewRow, Row } from '../../db/schema.ts';
 
 /** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
 export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Promise<Row<'customers'>> {
@@ -28,8 +28,8 @@ export async function findCustomersByIds(db: Executor, teamId: string, ids: read
   return customersQuery(db, teamId, ids).execute();
 }
 
-/** Customers by id, as a query to send with others (readTogether); `ids` not empty. */
-export function customersQuery(db: Executor, teamId: string, ids: readonly string[]) {
+/** Customers by id, as a query to send with others (readTogether); `ids` not empty, or a subquery of them. */
+export function customersQuery(db: Executor, teamId: string, ids: readonly string[] | IdSubquery) {
   return db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids);
 }
 

@@ -3,7 +3,7 @@ import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { Row } from '../../db/schema.ts';
+import type { IdSubquery, Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
 export interface CustomerInput {
@@ -65,8 +65,8 @@ export class CustomersService {
     return repo.findCustomersByIds(db, teamId, ids);
   }
 
-  /** findMany as a query to send with others (readTogether); `ids` not empty. */
-  findManyQuery(db: Executor, teamId: string, ids: readonly string[]) {
+  /** findMany as a query to send with others (readTogether); `ids` not empty, or another module's subquery of them (the customer of an order it locks). */
+  findManyQuery(db: Executor, teamId: string, ids: readonly string[] | IdSubquery) {
     return repo.customersQuery(db, teamId, ids);
   }
 

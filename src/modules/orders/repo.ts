@@ -1,10 +1,7 @@
-import { type SelectQueryBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext, readTogether, sendWithNext } from '../../db/database.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
-import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
-
-/** A subquery of ids another module builds for the orders search (customers, card last 4). */
-type IdSubquery = SelectQueryBuilder<DB, any, Record<string, string>>;
+import type { IdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 /** What the search box (`q`) matches; an order matches any of the parts given (OR). */
 export interface OrderSearch {
@@ -37,6 +34,20 @@ export async function findOrder(db: Executor, teamId: string, id: string, opts: 
 function findOrderQuery(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}) {
   const q = db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id);
   return opts.forUpdate ? q.forUpdate() : q;
+}
+
+/** The order under its row lock, as a query to send with others (readTogether): the statements after it read the order as locked. */
+export function lockOrderQuery(db: Executor, teamId: string, id: string) {
+  return findOrderQuery(db, teamId, id, { forUpdate: true });
+}
+
+/**
+ * One id the order names (its customer, its saved payment method), as a subquery for another
+ * module's read of that row: sent after the order's lock (lockOrderQuery) in the same round trip,
+ * it reads the order as locked.
+ */
+export function orderRefQuery(db: Executor, teamId: string, id: string, column: 'customer_id' | 'payment_method_id'): IdSubquery {
+  return db.selectFrom('orders').select(column).where('team_id', '=', teamId).where('id', '=', id);
 }
 
 /**
