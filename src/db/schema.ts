@@ -701,7 +701,7 @@ export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;
  * A subquery of ids one module builds on its own table for another module's query (the orders
  * search's customer matches; the customer of an order locked in the same round trip).
  */
-export type IdSubquery = SelectQueryBuilder<DB, any, Record<string, string | null>>;
+export type IdSubquery<T extends string | null = string | null> = SelectQueryBuilder<DB, any, Record<string, T>>;
 
 export type FraudMetric = 'attempts' | 'declines';
 export type FraudDimension = 'card_fingerprint' | 'bin' | 'email' | 'ip_address' | 'order';

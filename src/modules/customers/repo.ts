@@ -4,6 +4,11 @@ import type { IdSubquery, NewRow, Row } from '../../db/schema.ts';
 
 /** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
 export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Promise<Row<'customers'>> {
+  return upsertCustomerQuery(db, row).executeTakeFirstOrThrow();
+}
+
+/** upsertCustomer as a query to send with others (readTogether). */
+export function upsertCustomerQuery(db: Executor, row: NewRow<'customers'>) {
   return db
     .insertInto('customers')
     .values(row)
@@ -15,8 +20,12 @@ export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Pr
         updated_at: sql`now()`,
       }),
     )
-    .returningAll()
-    .executeTakeFirstOrThrow();
+    .returningAll();
+}
+
+/** The id of the team's customer with this (normalized) e-mail, as a subquery for another module's statement. */
+export function customerIdByEmailQuery(db: Executor, teamId: string, email: string): IdSubquery<string> {
+  return db.selectFrom('customers').select('id').where('team_id', '=', teamId).where('email', '=', email);
 }
 
 export async function findCustomer(db: Executor, teamId: string, id: string): Promise<Row<'customers'> | undefined> {

@@ -47,14 +47,27 @@ export class CustomersService {
 
   /** One customer per team and email; called by the orders module inside its transaction. */
   upsertByEmail(db: Executor, teamId: string, input: CustomerInput): Promise<Row<'customers'>> {
-    return repo.upsertCustomer(db, {
+    return repo.upsertCustomer(db, this.customerRow(teamId, input));
+  }
+
+  /**
+   * upsertByEmail as a query to send with others (readTogether), and the subquery of that
+   * customer's id for a statement sent after it in the same round trip (a new lead's order).
+   */
+  upsertByEmailQuery(db: Executor, teamId: string, input: CustomerInput): { upsert: ReturnType<typeof repo.upsertCustomerQuery>; id: IdSubquery<string> } {
+    const row = this.customerRow(teamId, input);
+    return { upsert: repo.upsertCustomerQuery(db, row), id: repo.customerIdByEmailQuery(db, teamId, row.email) };
+  }
+
+  private customerRow(teamId: string, input: CustomerInput) {
+    return {
       id: newId('customer'),
       team_id: teamId,
       email: normalizeEmail(input.email),
       first_name: input.first_name ?? null,
       last_name: input.last_name ?? null,
       phone: input.phone ?? null,
-    });
+    };
   }
 
   find(db: Executor, teamId: string, customerNumber: string): Promise<Row<'customers'> | undefined> {

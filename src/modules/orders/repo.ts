@@ -16,15 +16,18 @@ export async function insertOrder(db: Executor, row: NewRow<'orders'>): Promise<
   return db.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Inserts a lead unless the customer already has an open lead in the campaign (then undefined). */
-export async function insertLeadIfAbsent(db: Executor, row: NewRow<'orders'>): Promise<Row<'orders'> | undefined> {
+/**
+ * Inserts a lead unless the customer already has an open lead in the campaign (then no row), as a
+ * query to send with others (readTogether): the customer's id is the customers module's subquery,
+ * run after its upsert in the same round trip.
+ */
+export function insertLeadIfAbsentQuery(db: Executor, row: Omit<NewRow<'orders'>, 'customer_id'>, customerId: IdSubquery<string>) {
   return db
     .insertInto('orders')
-    .values(row)
+    .values({ ...row, customer_id: customerId })
     // A literal, not a parameter: a prepared statement cannot match a parameter to the partial index's predicate (42P10).
     .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', sql.lit('lead')).doNothing())
-    .returningAll()
-    .executeTakeFirst();
+    .returningAll();
 }
 
 export async function findOrder(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'orders'> | undefined> {

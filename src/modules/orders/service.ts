@@ -342,29 +342,36 @@ export class OrdersService {
       const drafts = body.products ? await this.priceLines(trx, teamId, campaign.id, body.products) : [];
       const coupon = body.coupon_code ? await this.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
       const attributed = await this.affiliates.attribution(trx, teamId, null, body.affiliate);
-      const customer = await this.customers.upsertByEmail(trx, teamId, {
+      const customerUpsert = this.customers.upsertByEmailQuery(trx, teamId, {
         email: body.customer!.email!,
         first_name: body.customer?.first_name,
         last_name: body.customer?.last_name,
         phone: body.phone,
       });
       const orderId = newId('order');
-      // A new order's totals and view come from the rows in hand: no re-reads on the hot path.
-      const order = await repo.insertLeadIfAbsent(trx, {
-        id: orderId,
-        team_id: teamId,
-        campaign_id: campaign.id,
-        customer_id: customer.id,
-        status: 'lead',
-        currency: campaign.currency,
-        phone: body.phone ?? null,
-        shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
-        ip_address: body.customer?.ip_address ?? null,
-        is_throttle: body.is_throttle === true,
-        coupon_id: coupon?.id ?? null,
-        ...attributed,
-        ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
-      });
+      // The customer's upsert and the order's insert in one round trip: the order names the
+      // customer by the customers module's subquery, run after the upsert. A new order's totals and
+      // view come from the rows in hand: no re-reads on the hot path.
+      const leadInsert = repo.insertLeadIfAbsentQuery(
+        trx,
+        {
+          id: orderId,
+          team_id: teamId,
+          campaign_id: campaign.id,
+          status: 'lead',
+          currency: campaign.currency,
+          phone: body.phone ?? null,
+          shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
+          ip_address: body.customer?.ip_address ?? null,
+          is_throttle: body.is_throttle === true,
+          coupon_id: coupon?.id ?? null,
+          ...attributed,
+          ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
+        },
+        customerUpsert.id,
+      );
+      const [[customer], [order]] = await readTogether(trx, [customerUpsert.upsert, leadInsert] as const);
+      if (!customer) throw new Error('the customer upsert answered no row');
       if (!order) {
         const existing = await repo.findOpenLead(trx, teamId, campaign.id, customer.id);
         if (!existing) throw new ApiError('conflict', 'The lead changed while it was being updated; retry.');
