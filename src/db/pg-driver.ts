@@ -10,7 +10,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { mergeableWrite, mergeDeferred, writeTable } from './deferred-inserts.ts';
+import { mergeableWrite, mergeDeferred, writeTable } from './deferred-writes.ts';
 import { ConnectionStatements, type StatementNames } from './statement-names.ts';
 
 /**

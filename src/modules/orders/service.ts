@@ -1,16 +1,15 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
-import { iso } from '../../app/schemas.ts';
 import { type Executor, readTogether, type Store, type Tx } from '../../db/database.ts';
 import { isGuardRefusal } from '../../db/helpers.ts';
-import { cursorSeq, type Page, toPage } from '../../db/pagination.ts';
+import type { Page } from '../../db/pagination.ts';
 import type { Address, NewRow, Row, RowPatch } from '../../db/schema.ts';
 import type { AffiliateBlock, AffiliateScope, AffiliatesService } from '../affiliates/service.ts';
 import type { CatalogService } from '../catalog/service.ts';
 import { type CustomersService, normalizeEmail } from '../customers/service.ts';
-import { disputeView, type LedgerService, transactionView } from '../ledger/service.ts';
+import type { LedgerService } from '../ledger/service.ts';
 import * as repo from './repo.ts';
-import { visibleToAffiliates } from './affiliate-view.ts';
+import { getOrder, type ListOrdersQuery, listOrders, type OrderReadDeps } from './reads.ts';
 import { transition } from '../../app/state-machine.ts';
 import { orderPaymentState } from '../payments/states.ts';
 import { ORDER, ORDER_PAYMENT, ORDER_UPSELL, type OrderStatus, type OrderUpsellStatus, type PaymentStatus } from './states.ts';
@@ -18,24 +17,8 @@ import { type OrderEvent, orderView, type OrderView } from './views.ts';
 import type { CreateLeadBody } from './schemas.ts';
 
 export { lineView, type OrderEvent, orderView, type OrderView, type PaymentResult, type CaptureResult } from './views.ts';
+export type { ListOrdersQuery } from './reads.ts';
 
-export interface ListOrdersQuery {
-  limit: number;
-  starting_after?: string | undefined;
-  created_gte?: Date | undefined;
-  created_lte?: Date | undefined;
-  status?: string | undefined;
-  payment_status?: string | undefined;
-  campaign_id?: string | undefined;
-  customer_email?: string | undefined;
-  customer_number?: string | undefined;
-  is_test?: boolean | undefined;
-  needs_qa?: boolean | undefined;
-  rebill_of?: string | undefined;
-  affiliate_id?: string | undefined;
-  is_throttled?: boolean | undefined;
-  q?: string | undefined;
-}
 
 import { discountOf, draftLine, type LineDraft, sameAddress, totalsOf } from './pricing.ts';
 
@@ -81,11 +64,6 @@ export class OrdersService {
   /** The order's affiliate columns from a request's affiliate block (first touch wins unless the team says last touch). */
   attribution(db: Executor, teamId: string, current: Row<'orders'> | null, block: AffiliateBlock | undefined) {
     return this.affiliates.attribution(db, teamId, current, block);
-  }
-
-  /** An affiliate-scoped caller sees only its affiliates' converted orders; a lead, a throttled or a test order is not found. */
-  private visibleTo(order: Row<'orders'>, scope: AffiliateScope): boolean {
-    return !scope || visibleToAffiliates(order, scope);
   }
 
   /** The order rows the checkout use cases, inbound events and renewals may read and write (always under the order's row lock). */
@@ -400,62 +378,17 @@ export class OrdersService {
     return this.view(trx, teamId, updated);
   }
 
-  async get(teamId: string, orderNumber: string, scope: AffiliateScope = null) {
-    // One snapshot: the order's totals agree with the lines, transactions and disputes shown beside them.
-    return this.store.snapshot(async (db) => {
-      const order = await repo.findOrder(db, teamId, orderNumber);
-      if (!order || !this.visibleTo(order, scope)) throw notFound('Order');
-      const [view, events, transactions, disputes] = [
-        await this.view(db, teamId, order),
-        await repo.eventsOf(db, teamId, order.id),
-        await this.ledger.orderTransactions(db, teamId, order.id),
-        await this.ledger.listOrderDisputes(db, teamId, order.id),
-      ];
-      return {
-        ...view,
-        transactions: transactions.map(transactionView),
-        disputes: disputes.map(disputeView),
-        events: events.map((e) => ({ id: e.id, type: e.type, data: e.data, created_at: iso(e.created_at) })),
-      };
-    });
+  /** Get Order: the order with its lines, transactions, disputes and timeline (reads.ts). */
+  get(teamId: string, orderNumber: string, scope: AffiliateScope = null) {
+    return getOrder(this.readDeps(), teamId, orderNumber, scope);
   }
 
-  /**
-   * The search box: an order number or its start (`ord_…`); four digits are a card's last 4 (the
-   * order's transactions or its saved payment method); anything else an e-mail or a first or last
-   * name starting with it (case-insensitively).
-   */
-  private search(db: Executor, teamId: string, term: string): repo.OrderSearch {
-    const t = term.trim();
-    if (/^ord_/i.test(t)) return { orderNumberPrefix: `ord_${t.slice(4)}` };
-    if (/^\d{4}$/.test(t)) return this.ledger.cardLast4Matches(db, teamId, t);
-    return { customerIds: this.customers.idsMatching(db, teamId, t) };
+  /** List Orders, filtered and searched, a page at a time (reads.ts). */
+  list(teamId: string, q: ListOrdersQuery, scope: AffiliateScope = null): Promise<Page<OrderView>> {
+    return listOrders(this.readDeps(), teamId, q, scope);
   }
 
-  async list(teamId: string, q: ListOrdersQuery, scope: AffiliateScope = null): Promise<Page<OrderView>> {
-    return this.store.run(async (db) => {
-      const afterSeq = await cursorSeq(db, 'orders', teamId, q.starting_after);
-      if (afterSeq === undefined) throw invalid('starting_after', 'no such object');
-      const rows = await repo.listOrders(db, teamId, {
-        limit: q.limit,
-        afterSeq,
-        status: q.status,
-        paymentStatus: q.payment_status,
-        campaignId: q.campaign_id,
-        customerEmail: q.customer_email ? normalizeEmail(q.customer_email) : undefined,
-        customerId: q.customer_number,
-        isTest: q.is_test,
-        needsQa: q.needs_qa,
-        rebillOf: q.rebill_of,
-        affiliateId: q.affiliate_id,
-        isThrottled: q.is_throttled,
-        search: q.q ? this.search(db, teamId, q.q) : undefined,
-        affiliateScope: scope,
-        createdGte: q.created_gte,
-        createdLte: q.created_lte,
-      });
-      const page = toPage(rows, q.limit);
-      return { items: await this.views(db, teamId, page.items), has_more: page.has_more };
-    });
+  private readDeps(): OrderReadDeps {
+    return { store: this.store, customers: this.customers, ledger: this.ledger, view: (db, t, o) => this.view(db, t, o), views: (db, t, o) => this.views(db, t, o) };
   }
 }
