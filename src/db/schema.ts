@@ -699,7 +699,7 @@ export type NewRow<T extends keyof DB> = Insertable<DB[T]>;
 export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;
 /**
  * A subquery of ids one module builds on its own table for another module's query (the orders
- * search's customer matches; the customer of an order locked in the same round trip).
+ * search's customer matches; a new lead's customer, by e-mail, for the order's insert).
  */
 export type IdSubquery<T extends string | null = string | null> = SelectQueryBuilder<DB, any, Record<string, T>>;
 

@@ -26,19 +26,16 @@ export class UpsellUseCase extends UseCase {
    */
   async processUpsell(teamId: string, body: UpsellBody): Promise<{ httpStatus: number; body: string }> {
     const claim = await this.store.transaction(async (trx) => {
-      // The order under its lock, the claim, the saved method and the customer in one round trip
-      // (the last two only matter when the upsell goes ahead): the method and the customer are the
-      // ones the order names, read after the lock, so as the order is locked.
-      const orderId = body.order_number;
-      const [[order], [previous], [savedMethod], [customer]] = await readTogether(trx, [
-        this.orders.rows.lockOrderQuery(trx, teamId, orderId),
-        this.orders.rows.orderUpsellQuery(trx, teamId, orderId, body.upsell_id),
-        this.ledger.paymentMethodQuery(trx, teamId, this.orders.rows.orderRefQuery(trx, teamId, orderId, 'payment_method_id')),
-        this.customers.findManyQuery(trx, teamId, this.orders.rows.orderRefQuery(trx, teamId, orderId, 'customer_id')),
-      ] as const);
+      const order = await this.orders.rows.findOrder(trx, teamId, body.order_number, { forUpdate: true });
       if (!order) throw notFound('Order');
       const upsell = await this.catalog.findUpsell(trx, teamId, body.upsell_id);
       if (!upsell) throw notFound('Upsell');
+      // The claim, the saved method and the customer in one round trip (the last two only matter when the upsell goes ahead).
+      const [[previous], [savedMethod], [customer]] = await readTogether(trx, [
+        this.orders.rows.orderUpsellQuery(trx, teamId, order.id, upsell.id),
+        this.ledger.paymentMethodQuery(trx, teamId, order.payment_method_id ?? ''),
+        this.customers.findManyQuery(trx, teamId, [order.customer_id]),
+      ] as const);
       if (previous) return { replay: previous } as const;
       if (!UPSELLABLE.includes(order.status as OrderStatus)) {
         throw new ApiError('order_not_payable', `Order ${order.id} is ${order.status}; upsells need a paid order.`);

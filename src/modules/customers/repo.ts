@@ -37,8 +37,8 @@ export async function findCustomersByIds(db: Executor, teamId: string, ids: read
   return customersQuery(db, teamId, ids).execute();
 }
 
-/** Customers by id, as a query to send with others (readTogether); `ids` not empty, or a subquery of them. */
-export function customersQuery(db: Executor, teamId: string, ids: readonly string[] | IdSubquery) {
+/** Customers by id, as a query to send with others (readTogether); `ids` not empty. */
+export function customersQuery(db: Executor, teamId: string, ids: readonly string[]) {
   return db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids);
 }
 

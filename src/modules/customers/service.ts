@@ -78,8 +78,8 @@ export class CustomersService {
     return repo.findCustomersByIds(db, teamId, ids);
   }
 
-  /** findMany as a query to send with others (readTogether); `ids` not empty, or another module's subquery of them (the customer of an order it locks). */
-  findManyQuery(db: Executor, teamId: string, ids: readonly string[] | IdSubquery) {
+  /** findMany as a query to send with others (readTogether); `ids` not empty. */
+  findManyQuery(db: Executor, teamId: string, ids: readonly string[]) {
     return repo.customersQuery(db, teamId, ids);
   }
 

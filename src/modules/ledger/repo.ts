@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { type Executor, firstWithNext } from '../../db/database.ts';
-import type { IdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
+import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
 export async function insertTransaction(db: Executor, row: NewRow<'transactions'>): Promise<Row<'transactions'>> {
@@ -88,8 +88,8 @@ export async function findPaymentMethod(db: Executor, teamId: string, id: string
   return paymentMethodQuery(db, teamId, id).executeTakeFirst();
 }
 
-/** A saved payment method, as a query to send with others (readTogether); `id`, or another module's subquery of it (the method an order names). */
-export function paymentMethodQuery(db: Executor, teamId: string, id: string | IdSubquery) {
+/** A saved payment method, as a query to send with others (readTogether). */
+export function paymentMethodQuery(db: Executor, teamId: string, id: string) {
   return db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id);
 }
 

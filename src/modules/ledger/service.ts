@@ -2,7 +2,7 @@ import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { IdSubquery, Row } from '../../db/schema.ts';
+import type { Row } from '../../db/schema.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import * as repo from './repo.ts';
 import { closeAttempt, moveTransaction } from './moves.ts';
@@ -53,7 +53,7 @@ export class LedgerService {
   }
 
   /** findPaymentMethod as a query to send with others (readTogether). */
-  paymentMethodQuery(db: Executor, teamId: string, id: string | IdSubquery) {
+  paymentMethodQuery(db: Executor, teamId: string, id: string) {
     return repo.paymentMethodQuery(db, teamId, id);
   }
 

@@ -39,20 +39,6 @@ function findOrderQuery(db: Executor, teamId: string, id: string, opts: { forUpd
   return opts.forUpdate ? q.forUpdate() : q;
 }
 
-/** The order under its row lock, as a query to send with others (readTogether): the statements after it read the order as locked. */
-export function lockOrderQuery(db: Executor, teamId: string, id: string) {
-  return findOrderQuery(db, teamId, id, { forUpdate: true });
-}
-
-/**
- * One id the order names (its customer, its saved payment method), as a subquery for another
- * module's read of that row: sent after the order's lock (lockOrderQuery) in the same round trip,
- * it reads the order as locked.
- */
-export function orderRefQuery(db: Executor, teamId: string, id: string, column: 'customer_id' | 'payment_method_id'): IdSubquery {
-  return db.selectFrom('orders').select(column).where('team_id', '=', teamId).where('id', '=', id);
-}
-
 /**
  * The order's row lock, taken with the next statement the transaction sends (sendWithNext): for a
  * caller whose next statements do not depend on the order's columns. They run after the lock is

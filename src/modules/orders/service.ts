@@ -25,8 +25,6 @@ import { discountOf, draftLine, type LineDraft, sameAddress, totalsOf } from './
 const ORDER_ROWS = {
   findOrder: repo.findOrder,
   lockOrderWithLines: repo.lockOrderWithLines,
-  lockOrderQuery: repo.lockOrderQuery,
-  orderRefQuery: repo.orderRefQuery,
   lockOrderWithNext: repo.lockOrderWithNext,
   updateOrder: repo.updateOrder,
   insertOrder: repo.insertOrder,
@@ -289,14 +287,7 @@ export class OrdersService {
       changed.push('affiliate');
     }
     const timeline = event ? this.timelineRows(teamId, order.id, [event(changed)]) : [];
-    if (Object.keys(patch).length > 0) {
-      // `order` is the row as locked by the caller's transaction: without an address (JSON, read
-      // back parsed) the row as written is that row with the patch, and the write goes with the
-      // transaction's next statement (updateHeldOrder); with one, it is read back.
-      const { shipping_address, billing_address, ...plain } = patch;
-      if (shipping_address === undefined && billing_address === undefined) return { order: await repo.updateHeldOrder(trx, order, plain, timeline), changed };
-      return { order: await repo.updateOrderWithEvents(trx, teamId, order.id, patch, timeline), changed };
-    }
+    if (Object.keys(patch).length > 0) return { order: await repo.updateOrderWithEvents(trx, teamId, order.id, patch, timeline), changed };
     await repo.insertEvents(trx, timeline);
     return { order, changed };
   }
