@@ -701,7 +701,7 @@ export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;
  * A subquery of ids one module builds on its own table for another module's query (the orders
  * search's customer matches; a new lead's customer, by e-mail, for the order's insert).
  */
-export type IdSubquery<T extends string | null = string | null> = SelectQueryBuilder<DB, any, Record<string, T>>;
+export type IdSubquery = SelectQueryBuilder<DB, any, Record<string, string>>;
 
 export type FraudMetric = 'attempts' | 'declines';
 export type FraudDimension = 'card_fingerprint' | 'bin' | 'email' | 'ip_address' | 'order';

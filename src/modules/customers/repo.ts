@@ -24,7 +24,7 @@ export function upsertCustomerQuery(db: Executor, row: NewRow<'customers'>) {
 }
 
 /** The id of the team's customer with this (normalized) e-mail, as a subquery for another module's statement. */
-export function customerIdByEmailQuery(db: Executor, teamId: string, email: string): IdSubquery<string> {
+export function customerIdByEmailQuery(db: Executor, teamId: string, email: string): IdSubquery {
   return db.selectFrom('customers').select('id').where('team_id', '=', teamId).where('email', '=', email);
 }
 

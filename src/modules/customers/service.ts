@@ -54,7 +54,7 @@ export class CustomersService {
    * upsertByEmail as a query to send with others (readTogether), and the subquery of that
    * customer's id for a statement sent after it in the same round trip (a new lead's order).
    */
-  upsertByEmailQuery(db: Executor, teamId: string, input: CustomerInput): { upsert: ReturnType<typeof repo.upsertCustomerQuery>; id: IdSubquery<string> } {
+  upsertByEmailQuery(db: Executor, teamId: string, input: CustomerInput): { upsert: ReturnType<typeof repo.upsertCustomerQuery>; id: IdSubquery } {
     const row = this.customerRow(teamId, input);
     return { upsert: repo.upsertCustomerQuery(db, row), id: repo.customerIdByEmailQuery(db, teamId, row.email) };
   }

@@ -1,3 +1,6 @@
+/*
+ * The orders API's reads (Get Order, List Orders, the search box), apart from the service's writes.
+ */
 import { invalid, notFound } from '../../app/errors.ts';
 import { iso } from '../../app/schemas.ts';
 import type { Executor, Store } from '../../db/database.ts';
@@ -9,8 +12,6 @@ import { disputeView, type LedgerService, transactionView } from '../ledger/serv
 import { visibleToAffiliates } from './affiliate-view.ts';
 import * as repo from './repo.ts';
 import type { OrderView } from './views.ts';
-
-/** The orders API's reads (Get Order, List Orders), apart from the service's writes. */
 
 export interface ListOrdersQuery {
   limit: number;

@@ -21,7 +21,7 @@ export async function insertOrder(db: Executor, row: NewRow<'orders'>): Promise<
  * query to send with others (readTogether): the customer's id is the customers module's subquery,
  * run after its upsert in the same round trip.
  */
-export function insertLeadIfAbsentQuery(db: Executor, row: Omit<NewRow<'orders'>, 'customer_id'>, customerId: IdSubquery<string>) {
+export function insertLeadIfAbsentQuery(db: Executor, row: Omit<NewRow<'orders'>, 'customer_id'>, customerId: IdSubquery) {
   return db
     .insertInto('orders')
     .values({ ...row, customer_id: customerId })
