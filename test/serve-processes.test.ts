@@ -153,6 +153,8 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
       if (Date.now() > deadline) throw new Error(`serve was not ready within 90 s:\n${serve.output}`);
       await sleep(50);
     }
+    // The banner's lines may reach the pipe in more than one chunk: wait for its Processes line too.
+    while (!/Processes {4}/.test(serve.output) && Date.now() < deadline) await sleep(50);
     expect(serve.output.match(/Checkstand is running/g)).toHaveLength(1);
     expect(serve.output).toMatch(/Processes {4}2 API processes/);
 
