@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_SEMI_SPACE_MB, apiProcessExecArgv } from '../src/cli/cluster.ts';
+import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv } from '../src/cli/cluster.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -163,7 +163,7 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     expect(first.has(primary)).toBe(false);
     // Each API process runs with the smaller young generation; the primary with Node's own.
     const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    for (const pid of first) expect(cmdline(pid)).toContain(`--max-semi-space-size=${API_SEMI_SPACE_MB}`);
+    for (const pid of first) expect(cmdline(pid)).toEqual(expect.arrayContaining([`--max-semi-space-size=${API_SEMI_SPACE_MB}`, `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`]));
     expect(cmdline(primary).some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
 
     // SIGKILL one child: once the primary has seen it die, the port keeps answering (from the
@@ -202,12 +202,14 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
 });
 
 describe('the node flags of an API process', () => {
-  it('adds the smaller young generation to the primary\'s own flags', () => {
-    expect(apiProcessExecArgv(['--enable-source-maps'], undefined)).toEqual(['--enable-source-maps', `--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
+  const growing = `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`;
+  it('adds the smaller young generation and the old generation\'s growth to the primary\'s own flags', () => {
+    expect(apiProcessExecArgv(['--enable-source-maps'], undefined)).toEqual(['--enable-source-maps', `--max-semi-space-size=${API_SEMI_SPACE_MB}`, growing]);
   });
-  it('keeps a size the user gave, as a flag or in NODE_OPTIONS', () => {
-    expect(apiProcessExecArgv(['--max-semi-space-size=16'], undefined)).toEqual(['--max-semi-space-size=16']);
-    expect(apiProcessExecArgv([], '--inspect --max_semi_space_size=32')).toEqual([]);
+  it('keeps a value the user gave, as a flag or in NODE_OPTIONS', () => {
+    expect(apiProcessExecArgv(['--max-semi-space-size=16'], undefined)).toEqual(['--max-semi-space-size=16', growing]);
+    expect(apiProcessExecArgv([], '--inspect --max_semi_space_size=32')).toEqual([growing]);
+    expect(apiProcessExecArgv(['--heap_growing_percent=100'], undefined)).toEqual(['--heap_growing_percent=100', `--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
   });
 });
 

@@ -47,10 +47,24 @@ export function resolveProcessCount(flag: ProcessesOption, env: NodeJS.ProcessEn
  */
 export const API_SEMI_SPACE_MB = 4;
 
-/** The node flags of an API child: the primary's own, plus the young generation's size unless one was given. */
+/**
+ * How far V8 lets an API process's old generation grow past what survived its last full
+ * collection before the next one, in percent. V8's own factor grows up to 4x while collections
+ * look cheap, so under a steady load an API process's RSS climbed ≈ 1 MB/s to 225–250 MB over a
+ * minute while its live heap stayed at ≈ 46–52 MB (two heap snapshots 45 s apart; bench/README.md,
+ * eighth round). A flag the user gave wins.
+ */
+export const API_HEAP_GROWING_PERCENT = 50;
+
+/** The node flags of an API child: the primary's own, plus the young generation's size and the old one's growth unless given. */
 export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
-  const given = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((f) => /^--max[-_]semi[-_]space[-_]size\b/.test(f));
-  return given ? [...execArgv] : [...execArgv, `--max-semi-space-size=${API_SEMI_SPACE_MB}`];
+  const flags = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)];
+  const given = (name: string) => flags.some((f) => new RegExp(`^--${name.replace(/-/g, '[-_]')}\\b`).test(f));
+  return [
+    ...execArgv,
+    ...(given('max-semi-space-size') ? [] : [`--max-semi-space-size=${API_SEMI_SPACE_MB}`]),
+    ...(given('heap-growing-percent') ? [] : [`--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`]),
+  ];
 }
 
 /** A child that lived this long before dying is not "crashing at start": it is replaced at once. */
