@@ -49,8 +49,15 @@ export function renderTemplate(template: string, values: TemplateValues): string
   return template.replace(PATTERN, (whole, name: string) => ((PLACEHOLDERS as readonly string[]).includes(name) ? encodeValue(values[name as Placeholder]) : whole));
 }
 
+// A currency's decimals, read once: building an Intl formatter per postback costs more than the rest of its rendering.
+const currencyDigits = new Map<string, number>();
+
 /** Minor units as a decimal in major units: 4395 USD → "43.95" (zero-decimal currencies as they are). */
 export function decimalAmount(minor: number, currency: string): string {
-  const digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  let digits = currencyDigits.get(currency);
+  if (digits === undefined) {
+    digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+    currencyDigits.set(currency, digits);
+  }
   return (minor / 10 ** digits).toFixed(digits);
 }

@@ -71,18 +71,24 @@ export type TemplateVariable = keyof typeof TEMPLATE_VARIABLES;
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.]*)\s*\}\}/g;
 
 // Building an Intl formatter costs far more than using one: keep one per currency.
-const moneyFormats = new Map<string, Intl.NumberFormat>();
+// Its number of decimals, read once with it (resolvedOptions() builds a new object per call).
+const moneyFormats = new Map<string, { format: Intl.NumberFormat; unit: number }>();
 const dateFormat = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' });
+
+function moneyFormat(currency: string): { format: Intl.NumberFormat; unit: number } {
+  let f = moneyFormats.get(currency);
+  if (!f) {
+    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+    f = { format, unit: 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2) };
+    moneyFormats.set(currency, f);
+  }
+  return f;
+}
 
 /** Minor units to a display amount in the currency's own number of decimals ($43.95, ¥500). */
 export function formatMoney(minor: number, currency: string): string {
-  let format = moneyFormats.get(currency);
-  if (!format) {
-    format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
-    moneyFormats.set(currency, format);
-  }
-  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
-  return format.format(minor / 10 ** digits);
+  const { format, unit } = moneyFormat(currency);
+  return format.format(minor / unit);
 }
 
 function formatDate(isoTime: string | null): string {
@@ -189,8 +195,7 @@ function htmlDocument(title: string, content: string): string {
 
 /** An order to preview a template with: three lines in the campaign's currency. */
 export function sampleOrder(currency: string): MailOrder {
-  const digits = new Intl.NumberFormat('en-US', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  const unit = 10 ** digits;
+  const { unit } = moneyFormat(currency);
   const lines = [
     { name: 'Glow Serum, one bottle', quantity: 1, line_total: 39 * unit },
     { name: 'Refill Club: 14-day trial', quantity: 1, line_total: 0 },
