@@ -78,10 +78,7 @@ export function fileTransport(dir: string, opts: { thread?: boolean } = {}): Mai
     pending.clear();
   };
   const start = (): Worker => {
-    // A young generation of 2 MB (V8's default is up to 48): the thread's garbage is one message's
-    // buffers at a time, and 3 000 mails in a row then cost the process no more RSS than writing
-    // them on its own thread (≈ 20 MB more with the default).
-    const w = new Worker(EML_WRITER_FILE, { workerData: { [THREAD_MARK]: { dir } }, resourceLimits: { maxYoungGenerationSizeMb: 2 } });
+    const w = new Worker(EML_WRITER_FILE, { workerData: { [THREAD_MARK]: { dir } } });
     w.on('message', (a: EmlAnswer) => {
       const p = pending.get(a.seq);
       pending.delete(a.seq);
