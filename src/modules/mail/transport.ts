@@ -1,11 +1,6 @@
+import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import nodemailer from 'nodemailer';
-import { fromRoot } from '../../app/project-root.ts';
-import { type EmlAnswer, type EmlRequest, THREAD_MARK, emlWriter, envelopeOf } from './eml-writer.js';
-
-/** The mail thread's file, loaded by path (from src/ also when the server runs from build/). */
-const EML_WRITER_FILE = fromRoot('src/modules/mail/eml-writer.js');
 
 export interface OutgoingMail {
   /** Our mail id: the Message-ID is derived from it, so every retry carries the same one. */
@@ -38,6 +33,22 @@ export interface MailTransport {
  */
 export const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, socketTimeout: 60_000 } as const;
 
+function messageId(mail: OutgoingMail): string {
+  const domain = /@([^>\s]+)>?\s*$/.exec(mail.from)?.[1] ?? 'checkstand.local';
+  return `<${mail.id}@${domain}>`;
+}
+
+function envelopeOf(mail: OutgoingMail) {
+  return {
+    from: mail.from,
+    to: mail.to,
+    subject: mail.subject,
+    text: mail.text,
+    ...(mail.html ? { html: mail.html } : {}),
+    messageId: messageId(mail),
+  };
+}
+
 export function smtpTransport(url: string): MailTransport {
   const mailer = nodemailer.createTransport({ url, pool: true, maxConnections: 5, ...SMTP_TIMEOUTS });
   return {
@@ -53,69 +64,32 @@ export function smtpTransport(url: string): MailTransport {
   };
 }
 
-/**
- * Builds each message as SMTP would send it and writes it to `<dir>/<mail id>.eml`. By default in a
- * worker thread of its own (eml-writer.js), started on the first send and restarted after it died:
- * the MIME build and the file system calls' JavaScript stay off the thread that serves HTTP, which
- * in `start` (embedded) and `serve --with-worker` also runs the outbox (issue 13). `thread: false`
- * does the same work on the calling thread.
- */
-export function fileTransport(dir: string, opts: { thread?: boolean } = {}): MailTransport {
-  const writer = emlWriter(dir);
-  if (opts.thread === false) {
-    return {
-      kind: 'file',
-      send: async (mail) => ({ transport: 'file', ref: await writer.write(mail) }),
-      emlPath: writer.fileOf,
-      close: () => writer.close(),
-    };
-  }
-  let thread: Worker | null = null;
-  let seq = 0;
-  const pending = new Map<number, { resolve(ref: string): void; reject(err: Error): void }>();
-  const failAll = (err: Error) => {
-    for (const p of pending.values()) p.reject(err);
-    pending.clear();
-  };
-  const start = (): Worker => {
-    const w = new Worker(EML_WRITER_FILE, { workerData: { [THREAD_MARK]: { dir } } });
-    w.on('message', (a: EmlAnswer) => {
-      const p = pending.get(a.seq);
-      pending.delete(a.seq);
-      // An idle thread does not keep the process alive; one with a mail in hand does.
-      if (pending.size === 0) w.unref();
-      if (a.error !== undefined) p?.reject(new Error(a.error));
-      else p?.resolve(a.ref);
-    });
-    w.on('error', (err) => {
-      if (thread === w) thread = null;
-      failAll(err);
-    });
-    w.on('exit', (code) => {
-      if (thread === w) thread = null;
-      failAll(new Error(`the mail file thread stopped (exit code ${code}) before it wrote the message`));
-    });
-    return w;
+/** Builds each message as SMTP would send it and writes it to `<dir>/<mail id>.eml`. */
+export function fileTransport(dir: string): MailTransport {
+  const builder = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+  const fileOf = (id: string) => path.join(dir, `${id}.eml`);
+  // The folder is made when a write finds it missing (the first, or after it was removed), not before every message.
+  const writeTmp = async (tmp: string, message: Buffer) => {
+    try {
+      await fs.writeFile(tmp, message);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await fs.mkdir(dir, { recursive: true });
+      await fs.writeFile(tmp, message);
+    }
   };
   return {
     kind: 'file',
     async send(mail) {
-      const w = (thread ??= start());
-      const n = ++seq;
-      const ref = await new Promise<string>((resolve, reject) => {
-        pending.set(n, { resolve, reject });
-        w.ref();
-        w.postMessage({ seq: n, mail } satisfies EmlRequest);
-      });
-      return { transport: 'file', ref };
+      const info = await builder.sendMail(envelopeOf(mail));
+      // Write then rename: a reader never sees half a message.
+      const tmp = `${fileOf(mail.id)}.${process.pid}.tmp`;
+      await writeTmp(tmp, info.message as Buffer);
+      await fs.rename(tmp, fileOf(mail.id));
+      return { transport: 'file', ref: info.messageId };
     },
-    emlPath: writer.fileOf,
-    close() {
-      const w = thread;
-      thread = null;
-      void w?.terminate();
-      writer.close();
-    },
+    emlPath: fileOf,
+    close: () => builder.close(),
   };
 }
 
