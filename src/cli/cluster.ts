@@ -52,9 +52,11 @@ export const API_SEMI_SPACE_MB = 4;
  * collection before the next one, in percent. V8's own factor grows up to 4x while collections
  * look cheap, so under a steady load an API process's RSS climbed ≈ 1 MB/s to 225–250 MB over a
  * minute while its live heap stayed at ≈ 46–52 MB (two heap snapshots 45 s apart; bench/README.md,
- * eighth round). A flag the user gave wins.
+ * eighth round). 75 keeps every API process at or under 200 MB under the bench's load for no
+ * throughput this machine could measure; 50 kept them at ≈ 160 MB but cost ≈ 11% of the funnels/s
+ * (more full collections). A flag the user gave wins.
  */
-export const API_HEAP_GROWING_PERCENT = 50;
+export const API_HEAP_GROWING_PERCENT = 75;
 
 /** The node flags of an API child: the primary's own, plus the young generation's size and the old one's growth unless given. */
 export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
