@@ -5,6 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatMajorAmount } from '../src/providers/card-gateway.ts';
 import { MailService } from '../src/modules/mail/service.ts';
 import type { EmittedEvent } from '../src/modules/events/service.ts';
 import { smtpTransport } from '../src/modules/mail/transport.ts';
@@ -277,6 +278,37 @@ describe('autoresponder: purchase confirmation over SMTP', () => {
     expect(got.text).toContain('Hi Katherine,');
     expect(got.text).toContain('- Serum x1 × 2: $78.00');
     expect(got.text).toContain('Total: $82.95');
+  });
+
+  it("shows an order's amounts in its currency's ISO 4217 decimals, as the gateway is sent them (HUF: 2, where Intl shows 0)", async () => {
+    const created = async (path: string, body: Record<string, unknown>) => {
+      const r = await team.api.post(path, body);
+      expect(r.status, `${path}: ${r.text}`).toBe(201);
+      return r.body.data.id as string;
+    };
+    const campaign = await created('/v1/campaigns', { name: 'Forint', currency: 'HUF' });
+    const product = await created('/v1/products', { name: 'Serum HU' });
+    const offer = await created('/v1/offers', { campaign_id: campaign, product_id: product, name: 'Serum HU', price: 390_000, shipping: 99_050, billing: 'one_time', fulfillment_type: 'physical' });
+    // Listed once per team: 409 when an earlier test listed it already.
+    expect([201, 409]).toContain((await team.api.post('/v1/test-cards', { card_number: CARD.card_number })).status);
+    const paid = await team.api.post('/checkout/orders', {
+      campaign_id: campaign,
+      currency: 'HUF',
+      customer: { email: email('huf'), first_name: 'Zsofia' },
+      products: [{ offer_id: offer, quantity: 1 }],
+      payment: CARD,
+    });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    const order = paid.body.data as { order_number: string; total: number };
+    expect(order.total).toBe(489_050);
+    expect((await team.api.post('/checkout/orders/complete', { order_number: order.order_number })).status).toBe(200);
+    expect(await app.ctx.services.mail.sendDueMail()).toBe(1);
+    const customer = (paid.body.data as { customer: { email: string } }).customer.email;
+    const text = arrivedFor(customer)[0]!.text.replace(/\u00a0/g, ' ');
+    // 4890.50 forint, as formatMajorAmount sends it to a gateway; not "HUF 489,050" (Intl's 0 decimals).
+    expect(formatMajorAmount(order.total, 'HUF')).toBe('4890.50');
+    expect(text).toContain('Total: HUF 4,890.50');
+    expect(text).toContain('- Serum HU × 1: HUF 3,900.00');
   });
 
   it('ignores events other than order.completed', async () => {

@@ -1,3 +1,4 @@
+import { currencyExponent } from '../app/currency.ts';
 import type { CardInput } from './card.ts';
 
 /** One configured gateway: where it lives and how to sign in. Credentials are decrypted only for the call. */
@@ -102,19 +103,6 @@ export interface CardGatewayAdapter {
   void(account: GatewayAccount, req: { transactionId: string; attemptId: string }): Promise<GatewayResult>;
   /** Asks the gateway what happened to an attempt whose answer was lost. Never throws for expected outcomes. */
   query(account: GatewayAccount, req: GatewayQueryRequest): Promise<GatewayQueryResult>;
-}
-
-/**
- * ISO 4217 currencies whose minor unit is not the cent. Every other currency is taken to have two
- * decimals, which holds for nearly all currencies a card gateway settles in.
- */
-export const CURRENCY_EXPONENTS: Readonly<Record<string, number>> = {
-  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0, UYI: 0, VND: 0, VUV: 0, XAF: 0, XOF: 0, XPF: 0,
-  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
-};
-
-export function currencyExponent(currency: string): number {
-  return CURRENCY_EXPONENTS[currency.toUpperCase()] ?? 2;
 }
 
 /** Minor units → the decimal string gateways expect: 1234 USD → "12.34", 1234 JPY → "1234", 1234 KWD → "1.234". */

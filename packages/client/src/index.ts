@@ -31,5 +31,6 @@ export {
   type VoidInput,
 } from './client.ts';
 export { CheckstandError, type ErrorBody, type FieldError } from './errors.ts';
+export { CURRENCY_EXPONENTS, currencyExponent } from './money.ts';
 export { verifyWebhook, WebhookVerificationError, WebhookVerifier, type WebhookEvent } from './webhooks.ts';
 export type { components, operations, paths } from './schema.ts';

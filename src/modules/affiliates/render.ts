@@ -3,6 +3,8 @@
  * URL-encoded (encodeURIComponent, plus `'` so a value cannot close an HTML attribute in a pixel).
  * An unknown placeholder is refused when the template is saved; a value the order lacks renders empty.
  */
+import { currencyExponent } from '../../app/currency.ts';
+
 export const PLACEHOLDERS = [
   'affiliate_id',
   'click_id',
@@ -49,15 +51,8 @@ export function renderTemplate(template: string, values: TemplateValues): string
   return template.replace(PATTERN, (whole, name: string) => ((PLACEHOLDERS as readonly string[]).includes(name) ? encodeValue(values[name as Placeholder]) : whole));
 }
 
-// A currency's decimals, read once: building an Intl formatter per postback costs more than the rest of its rendering.
-const currencyDigits = new Map<string, number>();
-
-/** Minor units as a decimal in major units: 4395 USD → "43.95" (zero-decimal currencies as they are). */
+/** Minor units as a decimal in major units, with the currency's ISO 4217 decimals (what its gateway is sent): 4395 USD → "43.95", 500 JPY → "500". */
 export function decimalAmount(minor: number, currency: string): string {
-  let digits = currencyDigits.get(currency);
-  if (digits === undefined) {
-    digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-    currencyDigits.set(currency, digits);
-  }
+  const digits = currencyExponent(currency);
   return (minor / 10 ** digits).toFixed(digits);
 }

@@ -5,6 +5,7 @@
  * template's own text and every value HTML-escaped, so neither a merchant's template nor a
  * customer's name can inject markup. An unknown placeholder renders as nothing.
  */
+import { currencyExponent } from '../../app/currency.ts';
 
 export interface MailTemplate {
   subject: string;
@@ -70,16 +71,16 @@ export type TemplateVariable = keyof typeof TEMPLATE_VARIABLES;
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.]*)\s*\}\}/g;
 
-// Building an Intl formatter costs far more than using one: keep one per currency.
-// Its number of decimals, read once with it (resolvedOptions() builds a new object per call).
+// Building an Intl formatter costs far more than using one: keep one per currency, with the
+// currency's ISO 4217 decimals (what its gateway is sent), not Intl's (0 for HUF, COP, IDR, IQD…).
 const moneyFormats = new Map<string, { format: Intl.NumberFormat; unit: number }>();
 const dateFormat = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' });
 
 function moneyFormat(currency: string): { format: Intl.NumberFormat; unit: number } {
   let f = moneyFormats.get(currency);
   if (!f) {
-    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
-    f = { format, unit: 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2) };
+    const digits = currencyExponent(currency);
+    f = { format: new Intl.NumberFormat('en-US', { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits }), unit: 10 ** digits };
     moneyFormats.set(currency, f);
   }
   return f;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { currencyExponent, formatMajorAmount } from '../card-gateway.ts';
+import { currencyExponent } from '../../app/currency.ts';
+import { formatMajorAmount } from '../card-gateway.ts';
 import {
   EXTPAY_DISPUTE_STATUSES,
   EXTPAY_MEMBERSHIP_STATUSES,

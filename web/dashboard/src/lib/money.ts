@@ -1,19 +1,22 @@
-/** Digits after the decimal point of a currency (JPY 0, USD 2, KWD 3), per Intl. */
+import { currencyExponent } from '@checkstand/client';
+
+/**
+ * Digits after the decimal point of a currency's amounts in the API (JPY 0, USD 2, KWD 3): the
+ * client's ISO 4217 table, the server's. Not Intl's digits, which give HUF, COP, IDR, PKR and IQD
+ * none and would show and parse their amounts 100 or 1 000 times off what the gateway takes.
+ */
 export function minorDigits(currency: string): number {
-  try {
-    return new Intl.NumberFormat('en-US', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  } catch {
-    return 2;
-  }
+  return currencyExponent(currency);
 }
 
 /** An amount in minor units (the API's integers) as money: `formatMoney(4999, 'USD')` → `$49.99`. */
 export function formatMoney(minor: number | null | undefined, currency: string): string {
   if (minor === null || minor === undefined) return '—';
+  const digits = minorDigits(currency);
   try {
-    return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(minor / 10 ** minorDigits(currency));
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits }).format(minor / 10 ** digits);
   } catch {
-    return `${(minor / 100).toFixed(2)} ${currency}`;
+    return `${(minor / 10 ** digits).toFixed(digits)} ${currency}`;
   }
 }
 
