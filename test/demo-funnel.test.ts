@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CURRENCY_EXPONENTS } from '../src/app/currency.ts';
 import { createLogger } from '../src/app/logger.ts';
 import { configureExtpaySandboxCompany, type DemoSeed, extpayWebhookUrl, seedDemo } from '../src/app/seed.ts';
 import { buildServer } from '../src/app/server.ts';
@@ -138,6 +139,9 @@ describe('demo funnel', () => {
       expect(r.status, page).toBe(200);
       expect(r.text).not.toContain(options.token);
     }
+    // The pages show amounts in the API's minor units (HUF with 2 decimals, where Intl has 0).
+    const script = await browser.get('/demo/assets/demo.js');
+    expect(script.text.split('\n')[0]).toBe(`window.CHECKSTAND_CURRENCY_EXPONENTS = ${JSON.stringify(CURRENCY_EXPONENTS)};`);
     expect((await browser.get('/demo/assets/constructor')).status).toBe(404);
     expect((await browser.get('/demo/assets/..%2Ffunnel.ts')).status).toBe(404);
   });

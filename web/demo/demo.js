@@ -24,9 +24,11 @@
 
   const $ = (selector) => document.querySelector(selector);
 
+  /** Minor units as money, in the API's decimals for the currency (ISO 4217, served with this script), not Intl's. */
   function money(minor, currency) {
-    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
-    return format.format(minor / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
+    const digits = (window.CHECKSTAND_CURRENCY_EXPONENTS || {})[currency] ?? 2;
+    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits });
+    return format.format(minor / 10 ** digits);
   }
 
   function el(tag, text, className) {

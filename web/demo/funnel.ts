@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Checkstand, type ProcessPaymentInput } from '@checkstand/client';
+import { Checkstand, CURRENCY_EXPONENTS, type ProcessPaymentInput } from '@checkstand/client';
 import { z } from 'zod';
 import type { AppContext } from '../../src/app/context.ts';
 import { errorBody } from '../../src/app/envelope.ts';
@@ -295,7 +295,8 @@ export function enableDemoFunnel(app: Http, opts: DemoFunnelOptions): void {
     thankYou: readPage('thank-you.html', methods, opts.extpay),
   };
   const assets: Record<string, { type: string; body: string }> = {
-    'demo.js': { type: 'text/javascript; charset=utf-8', body: fs.readFileSync(path.join(DIR, 'demo.js'), 'utf8') },
+    // The API's minor units per currency go with the script, so the pages show amounts as charged.
+    'demo.js': { type: 'text/javascript; charset=utf-8', body: `window.CHECKSTAND_CURRENCY_EXPONENTS = ${JSON.stringify(CURRENCY_EXPONENTS)};\n${fs.readFileSync(path.join(DIR, 'demo.js'), 'utf8')}` },
     'demo.css': { type: 'text/css; charset=utf-8', body: fs.readFileSync(path.join(DIR, 'demo.css'), 'utf8') },
   };
 
