@@ -2,9 +2,11 @@
  * `--profile`: a V8 CPU profile of the server's thread (the bench's main thread: Fastify, the app,
  * Kysely, pg or PGlite, and the outbox worker) over the measured window, through node:inspector,
  * so the driver, sandbox and receiver threads are not in it. Writes a `.cpuprofile` (open it in
- * Chrome DevTools or speedscope) and sums self time by package.
+ * Chrome DevTools or speedscope) and sums self time by package. With `--processes`, each server
+ * process profiles itself for its whole life (`node --cpu-prof`) and writes its file as it exits.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { Session } from 'node:inspector/promises';
 
 interface CallFrame {
@@ -47,7 +49,7 @@ export class Profiler {
   }
 }
 
-const IO_NATIVES = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'writeAsciiString', 'writeUcs2String', 'shutdown', 'readFileUtf8', 'writeFileUtf8', 'open', 'close', 'read', 'write', 'fsync', 'fdatasync', 'writeString']);
+const IO_NATIVES = new Set(['writev', 'openFileHandle', 'rename', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'writeAsciiString', 'writeUcs2String', 'shutdown', 'readFileUtf8', 'writeFileUtf8', 'open', 'close', 'read', 'write', 'fsync', 'fdatasync', 'writeString']);
 
 /** The group a frame's self time is counted under. */
 export function groupOf(frame: CallFrame): string {
@@ -79,6 +81,8 @@ export function groupOf(frame: CallFrame): string {
   const app = /\/src\/(?:modules\/([^/]+)|([^/]+))/.exec(url);
   if (app) return `app: ${app[1] ? `modules/${app[1]}` : app[2]}`;
   if (url.includes('/bench/')) return 'bench (counters)';
+  // `serve --processes` runs the server's bundle: its chunks mix modules, so one group.
+  if (/\/build\/(?:chunks|cli)\//.test(url)) return 'app: bundle (build/)';
   return 'other';
 }
 
@@ -139,4 +143,25 @@ export function summarizeProfile(profile: CpuProfile, topN = 15): ProfileSummary
 
 export function writeProfile(file: string, profile: CpuProfile): void {
   fs.writeFileSync(file, JSON.stringify(profile));
+}
+
+/** The files `node --cpu-prof --cpu-prof-dir=<dir>` wrote (`CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile`), by pid. */
+export function readProcessProfiles(dir: string): Array<{ pid: number; profile: CpuProfile }> {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const out: Array<{ pid: number; profile: CpuProfile }> = [];
+  for (const name of names.sort()) {
+    const m = /^CPU\.\d+\.\d+\.(\d+)\.\d+\.\d+\.cpuprofile$/.exec(name);
+    if (!m) continue;
+    try {
+      out.push({ pid: Number(m[1]), profile: JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as CpuProfile });
+    } catch {
+      // A process killed before it finished writing leaves a partial file: not a profile.
+    }
+  }
+  return out;
 }

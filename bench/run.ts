@@ -38,7 +38,7 @@ import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
 import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
-import { type CpuProfile, Profiler, type ProfileSummary, summarizeProfile, writeProfile } from './profile.ts';
+import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
 import {
   benchCardExp,
   type DriverInput,
@@ -121,8 +121,9 @@ const USAGE = `Usage: npm run bench [-- options]
   --webhook-wait <s>    after the load, how long to wait for the
                         worker to deliver every webhook         (BENCH_WEBHOOK_WAIT_S, default 30)
   --idempotency-keys    send Idempotency-Key on every POST      (BENCH_IDEMPOTENCY_KEYS=1)
-  --profile             CPU-profile the server thread over the measured window
-                        (writes a .cpuprofile next to the report; slows the server a little)  (BENCH_PROFILE=1)
+  --profile             CPU-profile the server thread over the measured window; with --processes,
+                        every server process over its whole run (node --cpu-prof)
+                        (writes .cpuprofile files next to the report; slows the server a little)  (BENCH_PROFILE=1)
   --fresh-db            with DATABASE_URL: drop and create that database first and drop it after
                         (only for a database whose name contains "bench")   (BENCH_FRESH_DB=1)
   --processes <n>       with DATABASE_URL: run the API as \`checkstand serve --processes <n> --with-worker\`
@@ -187,7 +188,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       if (raw === undefined || raw === '') return null;
       const n = num('processes', raw, 1, (x) => Number.isInteger(x) && x >= 1 && x <= 64, 'an integer from 1 to 64');
       if (!env.DATABASE_URL) throw new UsageError('--processes runs `checkstand serve --processes N` on PostgreSQL: set DATABASE_URL (the embedded database has one owner process)');
-      if (truthy(flags.profile ?? env.BENCH_PROFILE)) throw new UsageError('--profile samples the in-process server thread: it cannot profile `serve --processes` children (drop one of the two)');
       return n;
     })(),
     scenario: oneOf('scenario', flags.scenario ?? env.BENCH_SCENARIO, SCENARIOS, 'card'),
@@ -358,6 +358,8 @@ interface Report {
     };
     database_rows: { orders: number; transactions: number } | null;
     profile: (ProfileSummary & { file: string }) | null;
+    /** `--profile --processes`: each server process's own profile, over its whole run (warm-up and drain included). */
+    process_profiles: Array<ProfileSummary & { process: string; file: string }> | null;
     first_errors: string[];
   };
 }
@@ -492,6 +494,12 @@ function printSummary(r: Report, file: string | null): void {
     );
     lines.push(`  top: ${p.top_functions.slice(0, 8).map((f) => `${f.function} (${f.where}) ${(f.share * 100).toFixed(1)}%`).join('; ')}`);
   }
+  for (const p of res.process_profiles ?? []) {
+    lines.push(`CPU profile of ${p.process}, its whole run (${p.total_ms.toFixed(0)} ms self time, idle excluded): ${path.relative(process.cwd(), p.file)}`);
+    lines.push(`  by group: ${p.groups.filter((g) => g.share >= 0.01).map((g) => `${g.group} ${(g.share * 100).toFixed(1)}%`).join(', ')}`);
+    lines.push(`  top: ${p.top_functions.slice(0, 8).map((f) => `${f.function} (${f.where}) ${(f.share * 100).toFixed(1)}%`).join('; ')}`);
+  }
+  if (res.process_profiles && res.process_profiles.length === 0) lines.push('CPU profiles: none was written (a server process did not exit on its own)');
   const failedChecks = res.checks.filter((c) => !c.ok);
   lines.push(
     `result: ${r.passed ? 'OK (correct run)' : `FAIL: ${r.failure}`}    targets: ${r.targets.all_met ? 'all met' : 'BELOW TARGET'}` +
@@ -864,7 +872,7 @@ async function main(): Promise<number> {
         WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       };
       delete serverEnv.SERVE_PROCESSES;
-      servers = await startServerProcesses(opts.processes, await freePort(), serverEnv);
+      servers = await startServerProcesses(opts.processes, await freePort(), serverEnv, { cpuProfileDir: opts.profile ? path.join(tmpDir, 'cpu-profiles') : undefined });
       baseUrl = servers.url;
     }
     const health = await fetch(`${baseUrl}/readyz`);
@@ -899,7 +907,7 @@ async function main(): Promise<number> {
     log(`server ready at ${baseUrl}${servers ? ` (serve --processes ${opts.processes}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
     log(
       `load: scenario ${opts.scenario} (${SCENARIO_STEPS[opts.scenario].map((e) => STEP_NAMES[e]).join(' → ')}), ${opts.concurrency} concurrent funnels, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
-        `driver client ${opts.client}; progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? '; profiling the server thread' : ''}`,
+        `driver client ${opts.client}; progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? (opts.processes === null ? '; profiling the server thread' : '; every server process profiling itself') : ''}`,
     );
 
     const serumOffer = seed.offers.serum;
@@ -979,6 +987,8 @@ async function main(): Promise<number> {
     const xactAtStart = await xactCommit();
     let serverCpuStart: Map<number, number> | undefined;
     let serverPids: number[] = [];
+    /** `primary` or `api` by pid, for naming the processes' CPU profiles. */
+    const processLabels = new Map<number, string>();
     let rssAtEnd: Report['results']['server']['rss_mb'] = null;
     let cpuMsByProcess: Record<string, number> | null = null;
     const poolSampler = setInterval(() => {
@@ -987,7 +997,8 @@ async function main(): Promise<number> {
     // Webhooks received at the window's edges, for the delivery rate during the load.
     let receivedAtStart: Promise<number> | undefined;
     let receivedAtEnd: Promise<number> | undefined;
-    const profiler = opts.profile ? new Profiler() : undefined;
+    // With --processes the server is not in this process: each of its processes profiles itself.
+    const profiler = opts.profile && !servers ? new Profiler() : undefined;
     let profileStarted: Promise<void> | undefined;
     let profileStopped: Promise<CpuProfile | null> | undefined;
     const receiver = receiverThread;
@@ -1032,6 +1043,7 @@ async function main(): Promise<number> {
               for (const pid of serverPids) {
                 const name = processName(pid);
                 const label = pid === servers.primaryPid ? 'primary' : name === 'node' ? 'api' : name;
+                processLabels.set(pid, label);
                 const cpuEnd = end.get(pid);
                 if (cpuEnd !== undefined) cpuByProcess[`${label} ${pid}`] = cpuEnd - (serverCpuStart.get(pid) ?? 0);
                 const b = rssBytes(pid);
@@ -1143,9 +1155,12 @@ async function main(): Promise<number> {
     await outboxWorker?.stop();
     outboxWorker = undefined;
     let serversStop: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let processProfiles: Array<{ pid: number; profile: CpuProfile }> = [];
     if (servers) {
       serversStop = await servers.stop();
       servers = undefined;
+      // Written by each process as it exited (the children before the primary).
+      if (opts.profile) processProfiles = readProcessProfiles(path.join(tmpDir, 'cpu-profiles'));
     }
     const deliveriesByStatus = await outboxDeliveries();
     {
@@ -1365,6 +1380,15 @@ async function main(): Promise<number> {
       writeProfile(profileFile, profile);
       profileReport = { ...summarizeProfile(profile), file: profileFile };
     }
+    let processProfilesReport: Report['results']['process_profiles'] = null;
+    if (opts.profile && opts.processes !== null) {
+      processProfilesReport = processProfiles.map(({ pid, profile: p }) => {
+        const label = processLabels.get(pid) ?? 'process';
+        const profileFile = path.join(RESULTS_DIR, `${stamp}-${kind}${suffix}-${label}-${pid}.cpuprofile`);
+        writeProfile(profileFile, p);
+        return { process: `${label} ${pid}`, ...summarizeProfile(p), file: profileFile };
+      });
+    }
 
     const report: Report = {
       kind: 'checkstand-bench',
@@ -1486,6 +1510,7 @@ async function main(): Promise<number> {
         },
         database_rows: { orders: c.orders, transactions: c.transactions },
         profile: profileReport,
+        process_profiles: processProfilesReport,
         first_errors: result.firstErrors,
       },
     };

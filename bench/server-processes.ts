@@ -30,8 +30,16 @@ function exited(child: ChildProcess): Promise<{ code: number | null; signal: Nod
 }
 
 /** Starts `checkstand serve --processes N --with-worker` on `port`; resolves once its banner says every child listens. */
-export async function startServerProcesses(processes: number, port: number, env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<ServerProcesses> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--processes', String(processes), '--with-worker'], {
+export async function startServerProcesses(
+  processes: number,
+  port: number,
+  env: NodeJS.ProcessEnv,
+  opts: { timeoutMs?: number; cpuProfileDir?: string } = {},
+): Promise<ServerProcesses> {
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  // `--cpu-prof` on the primary: its API children inherit the primary's node flags (cluster's execArgv).
+  const profiling = opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`] : [];
+  const child = spawn(process.execPath, [...profiling, BIN, 'serve', '--processes', String(processes), '--with-worker'], {
     env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

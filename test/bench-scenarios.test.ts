@@ -24,10 +24,11 @@ interface BenchRun {
 }
 
 /** Runs `tsx bench/run.ts …`, waits for it, and reads the JSON report it names (then removes it). */
-function runBench(args: string[]): Promise<BenchRun> {
+function runBench(args: string[], databaseUrl?: string): Promise<BenchRun> {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  // The embedded database in a temporary dir, whatever pass of the suite this is; the bench's own defaults otherwise.
+  // The embedded database in a temporary dir unless a test names one, whatever pass of the suite this is; the bench's own defaults otherwise.
   delete env.DATABASE_URL;
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
   for (const k of Object.keys(env)) if (k.startsWith('BENCH_')) delete env[k];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TSX_CLI, 'bench/run.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -122,4 +123,30 @@ describe('bench --scenario', () => {
     expect(r.stderr).toContain('--scenario must be one of card, extpay, threeds, got "paypal"');
     expect(r.report).toBeNull();
   });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes --profile on PostgreSQL (needs TEST_DATABASE_URL; skipped without it)', () => {
+  it("profiles each server process over its run (node --cpu-prof) and reports each one's top items", async () => {
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    url.pathname = `/checkstand_bench_profile_${process.pid}`;
+    const r = await runBench(['--processes', '2', '--profile', '--fresh-db', '--duration', '2', '--warmup', '0', '--concurrency', '2'], url.toString());
+    const profiles: Array<{ process: string; file: string; total_ms: number; groups: Array<{ group: string }>; top_functions: unknown[] }> = r.report?.results.process_profiles ?? [];
+    try {
+      expect(r.code, explain(r)).toBe(0);
+      expect(r.report.passed, explain(r)).toBe(true);
+      // The primary (with the outbox worker) and each API process, each its own file.
+      expect(profiles.map((p) => p.process.split(' ')[0]).sort(), explain(r)).toEqual(['api', 'api', 'primary']);
+      for (const p of profiles) {
+        expect(fs.existsSync(path.resolve(ROOT, p.file)), p.file).toBe(true);
+        expect(p.file).toContain(p.process.replace(' ', '-'));
+        expect(p.total_ms).toBeGreaterThan(0);
+        expect(p.top_functions.length).toBeGreaterThan(0);
+        // Its own code is in it: the bundle (build/), or the sources when the bundle is not current.
+        expect(p.groups.some((g) => g.group.startsWith('app: ')), p.process).toBe(true);
+        expect(r.stdout).toContain(`CPU profile of ${p.process}, its whole run`);
+      }
+    } finally {
+      for (const p of profiles) fs.rmSync(path.resolve(ROOT, p.file), { force: true });
+    }
+  }, RUN_TIMEOUT_MS + 30_000);
 });
