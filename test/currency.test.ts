@@ -6,10 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CURRENCY_EXPONENTS as SDK_EXPONENTS, currencyExponent as sdkExponent } from '../packages/client/src/money.ts';
-import { CURRENCY_EXPONENTS, currencyExponent } from '../src/app/currency.ts';
+import { CURRENCY_EXPONENTS, currencyExponent, formatMajorAmount } from '../src/app/currency.ts';
 import { decimalAmount } from '../src/modules/affiliates/render.ts';
 import { formatMoney } from '../src/modules/mail/template.ts';
-import { formatMajorAmount } from '../src/providers/card-gateway.ts';
 
 const currencies = Intl.supportedValuesOf('currency');
 // Intl's display digits that are not ISO 4217's: the cases a formatter's own digits got wrong.

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatMajorAmount } from '../src/providers/card-gateway.ts';
+import { formatMajorAmount } from '../src/app/currency.ts';
 import { MailService } from '../src/modules/mail/service.ts';
 import type { EmittedEvent } from '../src/modules/events/service.ts';
 import { smtpTransport } from '../src/modules/mail/transport.ts';

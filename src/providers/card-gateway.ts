@@ -1,4 +1,3 @@
-import { currencyExponent } from '../app/currency.ts';
 import type { CardInput } from './card.ts';
 
 /** One configured gateway: where it lives and how to sign in. Credentials are decrypted only for the call. */
@@ -103,27 +102,4 @@ export interface CardGatewayAdapter {
   void(account: GatewayAccount, req: { transactionId: string; attemptId: string }): Promise<GatewayResult>;
   /** Asks the gateway what happened to an attempt whose answer was lost. Never throws for expected outcomes. */
   query(account: GatewayAccount, req: GatewayQueryRequest): Promise<GatewayQueryResult>;
-}
-
-/** Minor units → the decimal string gateways expect: 1234 USD → "12.34", 1234 JPY → "1234", 1234 KWD → "1.234". */
-export function formatMajorAmount(minor: number, currency: string): string {
-  if (!Number.isSafeInteger(minor) || minor < 0) throw new RangeError(`amount must be a non-negative integer in minor units, got ${minor}`);
-  const exp = currencyExponent(currency);
-  if (exp === 0) return String(minor);
-  const digits = String(minor).padStart(exp + 1, '0');
-  return `${digits.slice(0, -exp)}.${digits.slice(-exp)}`;
-}
-
-/**
- * The decimal string → minor units, or null when it is not a plain non-negative decimal or has more
- * fractional digits than the currency allows ("12.345" USD). Trailing zeros are fine ("1000.00" JPY).
- */
-export function parseMajorAmount(text: string, currency: string): number | null {
-  const m = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(text.trim());
-  if (!m) return null;
-  const exp = currencyExponent(currency);
-  const fraction = (m[2] ?? '').replace(/0+$/, '');
-  if (fraction.length > exp) return null;
-  const minor = Number(m[1]) * 10 ** exp + Number(fraction.padEnd(exp, '0') || '0');
-  return Number.isSafeInteger(minor) ? minor : null;
 }

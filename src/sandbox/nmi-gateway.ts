@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { formatMajorAmount, parseMajorAmount } from '../providers/card-gateway.ts';
+import { formatMajorAmount, parseMajorAmount } from '../app/currency.ts';
 import { NMI_RESPONSE_CODES, isKnownNmiCode } from '../providers/nmi/status.ts';
 import { isSlowCard, luhnValid, sandboxCardCode, sandboxVaultChargeCode } from './cards.ts';
 

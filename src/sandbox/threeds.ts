@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { formatMajorAmount } from '../providers/card-gateway.ts';
+import { formatMajorAmount } from '../app/currency.ts';
 import { type Answer, AccountSettingsBody, PaymentListQuery, RefundListQuery, ThreeDsSandboxGateway, type ThreeDsSandboxGatewayOptions } from './threeds-gateway.ts';
 
 export type ThreeDsSandboxOptions = ThreeDsSandboxGatewayOptions;

@@ -3,7 +3,7 @@
  * URL-encoded (encodeURIComponent, plus `'` so a value cannot close an HTML attribute in a pixel).
  * An unknown placeholder is refused when the template is saved; a value the order lacks renders empty.
  */
-import { currencyExponent } from '../../app/currency.ts';
+import { formatMajorAmount } from '../../app/currency.ts';
 
 export const PLACEHOLDERS = [
   'affiliate_id',
@@ -51,8 +51,10 @@ export function renderTemplate(template: string, values: TemplateValues): string
   return template.replace(PATTERN, (whole, name: string) => ((PLACEHOLDERS as readonly string[]).includes(name) ? encodeValue(values[name as Placeholder]) : whole));
 }
 
-/** Minor units as a decimal in major units, with the currency's ISO 4217 decimals (what its gateway is sent): 4395 USD → "43.95", 500 JPY → "500". */
+/**
+ * Minor units as the decimal a gateway is sent (`formatMajorAmount`): 4395 USD → "43.95", 500 JPY →
+ * "500". A negative amount keeps its sign rather than failing the postback's transaction.
+ */
 export function decimalAmount(minor: number, currency: string): string {
-  const digits = currencyExponent(currency);
-  return (minor / 10 ** digits).toFixed(digits);
+  return minor < 0 ? `-${formatMajorAmount(-minor, currency)}` : formatMajorAmount(minor, currency);
 }

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { currencyExponent } from '../../app/currency.ts';
-import { formatMajorAmount } from '../card-gateway.ts';
+import { currencyExponent, formatMajorAmount } from '../../app/currency.ts';
 import {
   EXTPAY_DISPUTE_STATUSES,
   EXTPAY_MEMBERSHIP_STATUSES,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatMajorAmount, parseMajorAmount, type GatewayAccount, type SaleRequest } from '../card-gateway.ts';
+import { formatMajorAmount, parseMajorAmount } from '../../app/currency.ts';
+import type { GatewayAccount, SaleRequest } from '../card-gateway.ts';
 import { buildQueryForm, buildRefundForm, buildSaleForm, buildValidateForm, buildVoidForm, interpretNmiAnswer, interpretNmiQuery, nmiDateToIso, parseXml, toNmiExpiry } from './adapter.ts';
 
 const account: GatewayAccount = { baseUrl: 'https://secure.nmi.com', credentials: { security_key: 'k_123' }, testMode: true, descriptor: 'ACME*SERUM' };

@@ -1,4 +1,5 @@
 import { type Exchange, fetchTransport, type ProviderTransport, undiciTransport } from '../transport.ts';
+import { formatMajorAmount } from '../../app/currency.ts';
 import { scrubPan } from '../../app/logger.ts';
 import {
   type CardGatewayAdapter,
@@ -9,7 +10,6 @@ import {
   type GatewayQueryResult,
   type SaleRequest,
   type ValidateRequest,
-  formatMajorAmount,
 } from '../card-gateway.ts';
 import { classifyNmi } from './status.ts';
 import { interpretNmiQuery, queryFailure } from './query.ts';

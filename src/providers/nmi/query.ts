@@ -1,5 +1,6 @@
 import { scrubPan } from '../../app/logger.ts';
-import { type GatewayQueriedTransaction, type GatewayQueryAction, type GatewayQueryRequest, type GatewayQueryResult, parseMajorAmount } from '../card-gateway.ts';
+import { parseMajorAmount } from '../../app/currency.ts';
+import type { GatewayQueriedTransaction, GatewayQueryAction, GatewayQueryRequest, GatewayQueryResult } from '../card-gateway.ts';
 import { classifyNmi } from './status.ts';
 
 /**
