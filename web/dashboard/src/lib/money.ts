@@ -5,9 +5,7 @@ import { currencyExponent } from '@checkstand/client';
  * client's ISO 4217 table, the server's. Not Intl's digits, which give HUF, COP, IDR, PKR and IQD
  * none and would show and parse their amounts 100 or 1 000 times off what the gateway takes.
  */
-export function minorDigits(currency: string): number {
-  return currencyExponent(currency);
-}
+export const minorDigits: (currency: string) => number = currencyExponent;
 
 /** An amount in minor units (the API's integers) as money: `formatMoney(4999, 'USD')` → `$49.99`. */
 export function formatMoney(minor: number | null | undefined, currency: string): string {
