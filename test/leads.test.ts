@@ -126,4 +126,46 @@ describe('Create Lead', () => {
     expect(detail.body.data.events.map((e: { type: string }) => e.type)).toEqual(['lead.created', 'lead.updated']);
     expect(detail.body.data.events[1].data.changed).toEqual(['phone']);
   });
+
+  it('answers a new lead as it reads back, writes its lines in order and names the customer on its timeline, once', async () => {
+    const addr = email('readback');
+    const earlier = await team.api.post('/checkout/leads', { campaign_id: funnel.otherCampaignId, customer: { email: addr, first_name: 'Katherine', last_name: 'Johnson' } });
+    expect(earlier.status).toBe(201);
+    const customerNumber = earlier.body.data.customer.customer_number;
+
+    // A new lead of a known customer: no name given, the customer keeps hers.
+    const created = await team.api.post('/checkout/leads', {
+      campaign_id: funnel.campaignId,
+      customer: { email: addr, ip_address: '203.0.113.9' },
+      products: [
+        { offer_id: funnel.offers.guide, quantity: 1 },
+        { offer_id: funnel.offers.serum, quantity: 3 },
+        { offer_id: funnel.offers.trial, quantity: 1 },
+      ],
+    });
+    expect(created.status).toBe(201);
+    const lead = created.body.data;
+    expect(lead.customer).toMatchObject({ customer_number: customerNumber, first_name: 'Katherine', last_name: 'Johnson', email: addr });
+    expect(lead.lines.map((l: { offer_id: string; quantity: number }) => [l.offer_id, l.quantity])).toEqual([
+      [funnel.offers.guide, 1],
+      [funnel.offers.serum, 3],
+      [funnel.offers.trial, 1],
+    ]);
+    const detail = await team.api.get(`/v1/orders/${lead.order_number}`);
+    expect(detail.status).toBe(200);
+    const { events, transactions: _t, disputes: _d, ...stored } = detail.body.data;
+    for (const [key, value] of Object.entries(lead)) expect(stored[key], key).toEqual(value);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: 'lead.created', data: { customer_number: customerNumber, campaign_id: funnel.campaignId, is_throttled: false } });
+
+    // Posted again with other products: the same lead, its lines replaced, one lead.updated row.
+    const again = await team.api.post('/checkout/leads', { campaign_id: funnel.campaignId, customer: { email: addr }, products: [{ offer_id: funnel.offers.trial, quantity: 2 }] });
+    expect(again.status).toBe(200);
+    expect(again.body.data.order_number).toBe(lead.order_number);
+    const after = await team.api.get(`/v1/orders/${lead.order_number}`);
+    expect(after.body.data.lines.map((l: { offer_id: string; quantity: number }) => [l.offer_id, l.quantity])).toEqual([[funnel.offers.trial, 2]]);
+    expect(after.body.data.events.map((e: { type: string }) => e.type)).toEqual(['lead.created', 'lead.updated']);
+    const rows = await app.store.run((db) => db.selectFrom('order_lines').select('order_id').where('team_id', '=', team.teamId).where('order_id', '=', lead.order_number).execute());
+    expect(rows).toHaveLength(1);
+  });
 });

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
-import type { IdSubquery, NewRow, Row } from '../../db/schema.ts';
+import type { NewRow, Row } from '../../db/schema.ts';
 
 /** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
 export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Promise<Row<'customers'>> {
@@ -23,9 +23,12 @@ export function upsertCustomerQuery(db: Executor, row: NewRow<'customers'>) {
     .returningAll();
 }
 
-/** The id of the team's customer with this (normalized) e-mail, as a subquery for another module's statement. */
-export function customerIdByEmailQuery(db: Executor, teamId: string, email: string): IdSubquery {
-  return db.selectFrom('customers').select('id').where('team_id', '=', teamId).where('email', '=', email);
+/**
+ * A customer's row from its JSON (`to_jsonb(customers)`), as node-postgres would have decoded its
+ * columns: timestamps as dates, the rest as JSON has them (bigint `seq` is a number either way).
+ */
+export function customerFromJson(json: Record<string, unknown>): Row<'customers'> {
+  return { ...(json as unknown as Row<'customers'>), created_at: new Date(json.created_at as string), updated_at: new Date(json.updated_at as string) };
 }
 
 export async function findCustomer(db: Executor, teamId: string, id: string): Promise<Row<'customers'> | undefined> {

@@ -3,7 +3,7 @@ import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { IdSubquery, Row } from '../../db/schema.ts';
+import type { Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
 export interface CustomerInput {
@@ -50,13 +50,14 @@ export class CustomersService {
     return repo.upsertCustomer(db, this.customerRow(teamId, input));
   }
 
-  /**
-   * upsertByEmail as a query to send with others (readTogether), and the subquery of that
-   * customer's id for a statement sent after it in the same round trip (a new lead's order).
-   */
-  upsertByEmailQuery(db: Executor, teamId: string, input: CustomerInput): { upsert: ReturnType<typeof repo.upsertCustomerQuery>; id: IdSubquery } {
-    const row = this.customerRow(teamId, input);
-    return { upsert: repo.upsertCustomerQuery(db, row), id: repo.customerIdByEmailQuery(db, teamId, row.email) };
+  /** upsertByEmail as a query, for a statement of the orders module to run as its CTE (a new lead's); its row is read back by fromJson. */
+  upsertByEmailQuery(db: Executor, teamId: string, input: CustomerInput) {
+    return repo.upsertCustomerQuery(db, this.customerRow(teamId, input));
+  }
+
+  /** A customer's row as another module's statement answered it, as JSON (`to_jsonb`). */
+  fromJson(json: Record<string, unknown>): Row<'customers'> {
+    return repo.customerFromJson(json);
   }
 
   private customerRow(teamId: string, input: CustomerInput) {

@@ -2,7 +2,8 @@ import { newId } from '../../app/ids.ts';
 import type { Address, NewRow, Row } from '../../db/schema.ts';
 
 /** A cart line before it belongs to an order. */
-export type LineDraft = Omit<NewRow<'order_lines'>, 'order_id'>;
+/** A line as priced from its offer, before it is an order's (no `order_id`; an upsell's line names its upsell). */
+export type LineDraft = Omit<NewRow<'order_lines'>, 'order_id' | 'upsell_id'> & { upsell_id: string | null };
 
 /** A coupon discounts the products of the first purchase (not shipping, not upsells), never below zero. */
 export function discountOf(coupon: Row<'coupons'>, lines: Array<{ line_total: number; upsell_id?: string | null | undefined }>): number {

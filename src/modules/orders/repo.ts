@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type Compilable, type OperationNodeSource, sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext, readTogether, sendWithNext } from '../../db/database.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { IdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
@@ -16,18 +16,63 @@ export async function insertOrder(db: Executor, row: NewRow<'orders'>): Promise<
   return db.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
+/** The columns of a new lead's line the lead's statement writes (the order's id is the order's). */
+export type NewLeadLine = Omit<NewRow<'order_lines'>, 'order_id'>;
+
 /**
- * Inserts a lead unless the customer already has an open lead in the campaign (then no row), as a
- * query to send with others (readTogether): the customer's id is the customers module's subquery,
- * run after its upsert in the same round trip.
+ * A new lead as one statement, committed on its own (no BEGIN, no COMMIT, one round trip): the
+ * customer's upsert (the customers module's query, as the CTE "customer"), the order naming that
+ * customer, and the order's lines and `lead.created` timeline row, written only when the order was.
+ * When the customer already has an open lead in the campaign, the order's insert does nothing, nor
+ * do the lines' and the timeline's (they are selected from the order's row), and only the upsert is
+ * kept. The statement is all or nothing: a failure of any part leaves none of it.
+ *
+ * Answers one row: the order's columns (all null when it was not inserted) and the customer's row
+ * as JSON in `customer_row`, for the customers module to read (customerFromJson).
  */
-export function insertLeadIfAbsentQuery(db: Executor, row: Omit<NewRow<'orders'>, 'customer_id'>, customerId: IdSubquery) {
-  return db
-    .insertInto('orders')
-    .values({ ...row, customer_id: customerId })
-    // A literal, not a parameter: a prepared statement cannot match a parameter to the partial index's predicate (42P10).
-    .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', sql.lit('lead')).doNothing())
-    .returningAll();
+export function insertNewLeadQuery(
+  db: Executor,
+  customerUpsert: OperationNodeSource & Compilable<Row<'customers'>>,
+  row: Omit<NewRow<'orders'>, 'customer_id'>,
+  lines: NewLeadLine[],
+  event: { id: string; type: string; data: Record<string, unknown> },
+) {
+  return (
+    db
+      .with('customer', () => customerUpsert as never)
+      .with('order', (q) =>
+        q
+          .insertInto('orders')
+          .values({ ...row, customer_id: sql<string>`(select "id" from "customer")` })
+          // A literal, not a parameter: a prepared statement cannot match a parameter to the partial index's predicate (42P10).
+          .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', sql.lit('lead')).doNothing())
+          .returningAll(),
+      )
+      // One parameter for all the lines (a JSON array read as order_lines rows), so the statement's
+      // text, and its prepared statement, is the same for any number of lines; in the array's order.
+      .with('lines', (q) =>
+        q
+          .insertInto('order_lines')
+          .columns(['id', 'team_id', 'order_id', 'offer_id', 'product_id', 'upsell_id', 'name', 'quantity', 'unit_price', 'shipping', 'line_total', 'billing_type', 'fulfillment_type'])
+          .expression(
+            sql`select l.id, l.team_id, o.id, l.offer_id, l.product_id, l.upsell_id, l.name, l.quantity, l.unit_price, l.shipping, l.line_total, l.billing_type, l.fulfillment_type
+                from "order" o cross join json_populate_recordset(null::order_lines, ${JSON.stringify(lines)}::json) with ordinality as l
+                order by l.ordinality`,
+          ),
+      )
+      // The customer's number is the upsert's (an existing customer keeps theirs), so the timeline
+      // row's data takes it from the order's row.
+      .with('timeline', (q) =>
+        q
+          .insertInto('order_events')
+          .columns(['id', 'team_id', 'order_id', 'type', 'data'])
+          .expression(sql`select ${event.id}, o.team_id, o.id, ${event.type}, ${JSON.stringify(event.data)}::jsonb || jsonb_build_object('customer_number', o.customer_id) from "order" o`),
+      )
+      .selectFrom(sql<Row<'customers'>>`"customer"`.as('c'))
+      .leftJoin('order as o', (j) => j.onTrue())
+      .selectAll('o')
+      .select(sql<Record<string, unknown>>`to_jsonb(c)`.as('customer_row'))
+  );
 }
 
 export async function findOrder(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'orders'> | undefined> {

@@ -297,71 +297,56 @@ export class OrdersService {
    * order number, or an open lead of the same email + campaign, is posted again.
    */
   async createLead(teamId: string, body: CreateLeadBody): Promise<{ created: boolean; order: OrderView }> {
-    const r = await this.store.transaction(async (trx): Promise<{ created: boolean; order: OrderView } | { created: true; lead: Row<'orders'>; customer: Row<'customers'>; lines: Promise<Row<'order_lines'>[]> }> => {
-      if (body.order_number) {
-        const order = await repo.findOrder(trx, teamId, body.order_number, { forUpdate: true });
+    if (body.order_number) {
+      const orderNumber = body.order_number;
+      return this.store.transaction(async (trx) => {
+        const order = await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true });
         if (!order) throw notFound('Order');
         if (order.status !== 'lead') throw new ApiError('order_not_a_lead', `Order ${order.id} is ${order.status}, no longer a lead.`);
         if (body.campaign_id && body.campaign_id !== order.campaign_id) throw invalid('campaign_id', 'does not match the order');
         return { created: false, order: await this.updateLead(trx, teamId, order, body) };
-      }
-
-      const campaign = await this.catalog.findCampaign(trx, teamId, body.campaign_id!);
-      if (!campaign) throw notFound('Campaign');
-      const drafts = body.products ? await this.priceLines(trx, teamId, campaign.id, body.products) : [];
-      const coupon = body.coupon_code ? await this.usableCoupon(trx, teamId, body.coupon_code, { campaign_id: campaign.id, currency: campaign.currency }) : null;
-      const attributed = await this.affiliates.attribution(trx, teamId, null, body.affiliate);
-      const customerUpsert = this.customers.upsertByEmailQuery(trx, teamId, {
-        email: body.customer!.email!,
-        first_name: body.customer?.first_name,
-        last_name: body.customer?.last_name,
-        phone: body.phone,
       });
+    }
+    // What the new lead is made of: configuration (cached per team) and the request, read before
+    // anything is written.
+    const campaign = await this.store.run((db) => this.catalog.findCampaign(db, teamId, body.campaign_id!));
+    if (!campaign) throw notFound('Campaign');
+    const drafts = body.products ? await this.store.run((db) => this.priceLines(db, teamId, campaign.id, body.products!)) : [];
+    const coupon = body.coupon_code ? await this.store.run((db) => this.usableCoupon(db, teamId, body.coupon_code!, { campaign_id: campaign.id, currency: campaign.currency })) : null;
+    const attributed = await this.store.run((db) => this.affiliates.attribution(db, teamId, null, body.affiliate));
+    const row = {
+      team_id: teamId,
+      campaign_id: campaign.id,
+      status: 'lead' as const,
+      currency: campaign.currency,
+      phone: body.phone ?? null,
+      shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
+      ip_address: body.customer?.ip_address ?? null,
+      is_throttle: body.is_throttle === true,
+      coupon_id: coupon?.id ?? null,
+      ...attributed,
+      ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
+    };
+    // Twice at most: an open lead found by the insert may be paid (no longer a lead) before it is
+    // locked below; the second insert then makes the new lead.
+    for (let attempt = 0; attempt < 2; attempt++) {
       const orderId = newId('order');
-      // The customer's upsert and the order's insert in one round trip: the order names the
-      // customer by the customers module's subquery, run after the upsert. A new order's totals and
-      // view come from the rows in hand: no re-reads on the hot path.
-      const leadInsert = repo.insertLeadIfAbsentQuery(
-        trx,
-        {
-          id: orderId,
-          team_id: teamId,
-          campaign_id: campaign.id,
-          status: 'lead',
-          currency: campaign.currency,
-          phone: body.phone ?? null,
-          shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
-          ip_address: body.customer?.ip_address ?? null,
-          is_throttle: body.is_throttle === true,
-          coupon_id: coupon?.id ?? null,
-          ...attributed,
-          ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
-        },
-        customerUpsert.id,
-      );
-      const [[customer], [order]] = await readTogether(trx, [customerUpsert.upsert, leadInsert] as const);
-      if (!customer) throw new Error('the customer upsert answered no row');
-      if (!order) {
+      const inserted = await this.store.run(async (db) => {
+        const upsert = this.customers.upsertByEmailQuery(db, teamId, { email: body.customer!.email!, first_name: body.customer?.first_name, last_name: body.customer?.last_name, phone: body.phone });
+        const event = { id: newId('orderEvent'), type: 'lead.created', data: { campaign_id: campaign.id, is_throttled: row.is_throttle } };
+        return repo.insertNewLeadQuery(db, upsert, { ...row, id: orderId }, drafts, event).executeTakeFirstOrThrow();
+      });
+      const { customer_row: customerJson, ...order } = inserted;
+      const customer = this.customers.fromJson(customerJson);
+      // The new lead's view from the rows in hand: the order and customer as written, the lines as priced.
+      if (order.id !== null) return { created: true, order: orderView(order as Row<'orders'>, customer, drafts) };
+      const updated = await this.store.transaction(async (trx) => {
         const existing = await repo.findOpenLead(trx, teamId, campaign.id, customer.id);
-        if (!existing) throw new ApiError('conflict', 'The lead changed while it was being updated; retry.');
-        return { created: false, order: await this.updateLead(trx, teamId, existing, body) };
-      }
-      // The lines and the lead's timeline row go with the COMMIT (one round trip for both); the
-      // answer is made from their rows once it is answered.
-      const lines = this.insertLinesWithEvents(
-        trx,
-        teamId,
-        orderId,
-        drafts.map((d) => ({ ...d, order_id: orderId })),
-        [{ type: 'lead.created', data: { customer_number: customer.id, campaign_id: campaign.id, is_throttled: order.is_throttle } }],
-        { withNext: true },
-      );
-      // Awaited only once the COMMIT succeeds: when the transaction fails instead (this insert's own
-      // error among the causes), nobody awaits it, and its rejection is not an unhandled one.
-      lines.catch(() => {});
-      return { created: true, lead: order, customer, lines };
-    });
-    return 'lead' in r ? { created: true, order: orderView(r.lead, r.customer, await r.lines) } : r;
+        return existing ? this.updateLead(trx, teamId, existing, body) : null;
+      });
+      if (updated) return { created: false, order: updated };
+    }
+    throw new ApiError('conflict', 'The lead changed while it was being updated; retry.');
   }
 
   private async updateLead(trx: Tx, teamId: string, order: Row<'orders'>, body: CreateLeadBody): Promise<OrderView> {

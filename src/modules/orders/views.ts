@@ -8,7 +8,10 @@ export interface OrderEvent {
   data?: Record<string, unknown>;
 }
 
-export function lineView(l: Row<'order_lines'>) {
+/** What a line's view reads: a line's row, or a new line as priced (before the database adds its `seq` and `created_at`). */
+export type LineViewSource = Pick<Row<'order_lines'>, 'id' | 'offer_id' | 'product_id' | 'upsell_id' | 'name' | 'quantity' | 'unit_price' | 'shipping' | 'line_total' | 'billing_type' | 'fulfillment_type'>;
+
+export function lineView(l: LineViewSource) {
   return {
     id: l.id,
     offer_id: l.offer_id,
@@ -24,7 +27,7 @@ export function lineView(l: Row<'order_lines'>) {
   };
 }
 
-export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[]) {
+export function orderView(o: Row<'orders'>, customer: Row<'customers'>, lines: readonly LineViewSource[]) {
   return {
     object: 'order' as const,
     order_number: o.id,
