@@ -354,6 +354,81 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     expect(updated.rows).toEqual([{ v: 'has a child' }]);
   });
 
+  it('the statement after deferred writes carries them as its own CTEs when it names none of their tables: its rows are its own, the writes land', async () => {
+    await store.transaction((trx) => parentInsert(trx, 341, 'before').execute());
+    let inserted: unknown[] = [];
+    let viaNext: unknown[] = [];
+    const texts = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, parentUpdate(trx, 341, 'after'));
+        inserted = await (trx as unknown as Kysely<any>).insertInto(CHILD).values({ id: 41, parent_id: 341, note: 'n41' }).returning(['id', 'note']).execute();
+        await deferWrite(trx, parentUpdate(trx, 341, 'after again'));
+        viaNext = await sendWithNext(trx, (trx as unknown as Kysely<any>).selectFrom(CHILD).select('note').where('id', '=', 41));
+      }),
+    );
+    // BEGIN, the update in the insert's statement, the second update in the read's, COMMIT.
+    expect(texts).toHaveLength(4);
+    expect(texts[1]).toMatch(/^with "deferred_0" as \(update .+\) insert into .+ returning "id", "note"$/);
+    expect(texts[2]).toMatch(/^with "deferred_0" as \(update .+\) select "note" from /);
+    expect(inserted).toEqual([{ id: 41, note: 'n41' }]);
+    expect(viaNext).toEqual([{ note: 'n41' }]);
+    const row = await store.run((db) => sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = 341`.execute(db));
+    expect(row.rows).toEqual([{ v: 'after again' }]);
+  });
+
+  it('a statement with CTEs of its own keeps them after the deferred writes it carries', async () => {
+    await store.transaction((trx) => parentInsert(trx, 342, 'before').execute());
+    await store.transaction((trx) => childInsert(trx, 42, 342, 'old').execute());
+    let moved: unknown[] = [];
+    const texts = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        await deferWrite(trx, parentUpdate(trx, 342, 'after'));
+        moved = await (trx as unknown as Kysely<any>)
+          .with('changed', (w: any) => w.updateTable(CHILD).set({ note: 'new' }).where('id', '=', 42).returning('id'))
+          .selectFrom('changed')
+          .select('id')
+          .execute();
+      }),
+    );
+    expect(texts).toHaveLength(3);
+    expect(texts[1]).toMatch(/^with "deferred_0" as \(update .+\), "changed" as \(update .+\) select "id" from "changed"$/);
+    expect(moved).toEqual([{ id: 42 }]);
+    const both = await store.run((db) => sql<{ v: string; note: string }>`select p.v, c.note from ${sql.table(CHILD)} c join ${sql.table(TABLE)} p on p.id = c.parent_id where c.id = 42`.execute(db));
+    expect(both.rows).toEqual([{ v: 'after', note: 'new' }]);
+  });
+
+  it('a statement that names a table the deferred writes change (or raw SQL that may) goes after them, on its own, and sees what they wrote', async () => {
+    await store.transaction((trx) => parentInsert(trx, 343, 'before').execute());
+    await store.transaction((trx) => childInsert(trx, 43, 343, 'c43').execute());
+    const reads: unknown[] = [];
+    const texts = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        const db = trx as unknown as Kysely<any>;
+        await deferWrite(trx, parentUpdate(trx, 343, 'first'));
+        reads.push(await db.selectFrom(TABLE).select('v').where('id', '=', 343).execute());
+        await deferWrite(trx, parentUpdate(trx, 343, 'second'));
+        reads.push(await db.selectFrom(CHILD).innerJoin(TABLE, `${TABLE}.id`, `${CHILD}.parent_id`).select(`${TABLE}.v`).where(`${CHILD}.id`, '=', 43).execute());
+        await deferWrite(trx, parentUpdate(trx, 343, 'third'));
+        // A table named only in raw text: no node of the query says which.
+        reads.push(await db.selectFrom(CHILD).select(sql<string>`(select v from ${sql.raw(TABLE)} where id = 343)`.as('v')).where('id', '=', 43).execute());
+      }),
+    );
+    // BEGIN, then each update and the read after it as two statements, COMMIT.
+    expect(texts).toHaveLength(8);
+    expect(reads).toEqual([[{ v: 'first' }], [{ v: 'second' }], [{ v: 'third' }]]);
+  });
+
+  it('a deferred write that fails in the statement carrying it fails the transaction with its own error; nothing commits', async () => {
+    await store.transaction((trx) => parentInsert(trx, 344).execute());
+    const failed = store.transaction(async (trx) => {
+      await deferWrite(trx, parentInsert(trx, 344)); // the id is taken
+      await (trx as unknown as Kysely<any>).insertInto(CHILD).values({ id: 44, parent_id: 344, note: 'never' }).execute();
+    });
+    await expect(failed).rejects.toMatchObject({ code: '23505' });
+    const child = await store.run((db) => sql<{ n: number }>`select count(*)::int as n from ${sql.table(CHILD)} where id = 44`.execute(db));
+    expect(child.rows).toEqual([{ n: 0 }]);
+  });
+
   it('a transaction that rolls back never sends the deferred inserts it still held', async () => {
     const texts = await statementsSent(() =>
       store

@@ -78,8 +78,12 @@ function renumbered(compiled: CompiledQuery, offset: number): string | null {
  * and snapshot; foreign keys are checked at the end of the statement, so an insert may name a row
  * another one of them adds (a webhook delivery its event). One statement where there were several:
  * less work for the server and for node-postgres, the same rows.
+ *
+ * With `into` (a statement absorbsDeferred() accepted), every deferred write is a CTE of that
+ * statement instead, placed before its own CTEs: its rows, its row count and its failure are its
+ * own, or the failure of one of the writes (which aborts the transaction as it would have anyway).
  */
-export function mergeDeferred(held: readonly CompiledQuery[]): { sql: string; parameters: readonly unknown[] } | null {
+export function mergeDeferred(held: readonly CompiledQuery[], into?: CompiledQuery): { sql: string; parameters: readonly unknown[] } | null {
   const parameters: unknown[] = [];
   const parts: string[] = [];
   for (const c of held) {
@@ -88,6 +92,60 @@ export function mergeDeferred(held: readonly CompiledQuery[]): { sql: string; pa
     parameters.push(...c.parameters);
     parts.push(text);
   }
-  const last = parts.pop()!;
-  return { sql: `with ${parts.map((p, i) => `"deferred_${i}" as (${p})`).join(', ')} ${last}`, parameters };
+  let last: string;
+  if (into) {
+    const text = renumbered(into, parameters.length);
+    if (text === null) return null;
+    parameters.push(...into.parameters);
+    last = text;
+  } else {
+    last = parts.pop()!;
+  }
+  const ctes = parts.map((p, i) => `"deferred_${i}" as (${p})`).join(', ');
+  // A statement with CTEs of its own keeps them, after the deferred writes' (absorbsDeferred: not recursive).
+  if (into?.query && (into.query as { with?: unknown }).with) return { sql: `with ${ctes}, ${last.slice('with '.length)}`, parameters };
+  return { sql: `with ${ctes} ${last}`, parameters };
+}
+
+/**
+ * Whether `next`, the statement a transaction sends after deferred writes still held, may carry them
+ * as CTEs of its own (mergeDeferred with `into`) instead of a statement of their own before it: one
+ * statement fewer, and the same rows, because `next` names none of the tables they write. The
+ * parts of one statement share one snapshot, so a statement that read or wrote one of those tables
+ * would no longer see the deferred writes as it did when they ran before it: such a statement
+ * (anywhere in it: its joins, subqueries, CTEs, RETURNING) is refused, as is SQL the query tree does
+ * not describe (a raw sql`` statement, or a raw fragment that might name a table), a recursive
+ * WITH, and a statement whose text already has a "deferred_" CTE.
+ */
+export function absorbsDeferred(held: readonly CompiledQuery[], next: CompiledQuery): boolean {
+  const node = next.query as { kind: string; with?: { recursive?: boolean } };
+  if (!ABSORBING_KINDS.has(node.kind)) return false;
+  if (node.with && (node.with.recursive || !next.sql.startsWith('with '))) return false;
+  if (next.sql.includes('"deferred_')) return false;
+  const tables = tablesNamed(node);
+  return tables !== null && held.every((h) => !tables.has(writeTable(h)));
+}
+
+const ABSORBING_KINDS = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
+
+/** Words a raw fragment may hold only if it cannot read or write a table. */
+const RAW_SQL_THAT_MAY_NAME_A_TABLE = /\b(select|from|join|into|update|delete|table|with|values)\b/i;
+
+/** Every table a query tree names (Kysely's TableNodes, CTE names included); null when a raw fragment might name one. */
+function tablesNamed(root: unknown): Set<string> | null {
+  const tables = new Set<string>();
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    if (Array.isArray(node)) {
+      stack.push(...node);
+      continue;
+    }
+    const n = node as { kind?: string; table?: TableRef['table']; sqlFragments?: readonly string[] };
+    if (n.kind === 'TableNode') tables.add(n.table?.identifier?.name ?? '');
+    if (n.kind === 'RawNode' && (n.sqlFragments ?? []).some((f) => RAW_SQL_THAT_MAY_NAME_A_TABLE.test(f))) return null;
+    for (const value of Object.values(node)) if (value !== null && typeof value === 'object') stack.push(value);
+  }
+  return tables;
 }

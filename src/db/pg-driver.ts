@@ -10,7 +10,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { mergeableWrite, mergeDeferred, writeTable } from './deferred-writes.ts';
+import { absorbsDeferred, mergeableWrite, mergeDeferred, writeTable } from './deferred-writes.ts';
 import { ConnectionStatements, type StatementNames } from './statement-names.ts';
 
 /**
@@ -302,7 +302,7 @@ class PipelinedConnection implements DatabaseConnection {
     if (this.inTransaction && DEFERRED.has(compiled)) {
       const mapError = DEFERRED.get(compiled);
       if (mapError) {
-        const answer = this.write(compiled.sql, compiled.parameters as unknown[]);
+        const answer = this.writeStatement(compiled);
         const translated = answer.catch((err: unknown) => Promise.reject(mapError(err)));
         translated.catch(() => {});
         this.leaveUnanswered(translated);
@@ -311,20 +311,20 @@ class PipelinedConnection implements DatabaseConnection {
         if (this.heldWrites.some((d) => writeTable(d) === table)) this.writeHeld();
         this.heldWrites.push(compiled);
       } else {
-        this.leaveUnanswered(this.write(compiled.sql, compiled.parameters as unknown[]));
+        this.leaveUnanswered(this.writeStatement(compiled));
       }
       return { rows: [] };
     }
     const early = this.inTransaction ? EARLY.get(compiled) : undefined;
     if (early) {
-      const answer = this.write(compiled.sql, compiled.parameters as unknown[]);
+      const answer = this.writeStatement(compiled);
       this.leaveUnanswered(answer);
       early(answer);
       // Nothing else sent before the next turn of the event loop: it goes on its own.
       setImmediate(() => this.flush());
       return { rows: [] };
     }
-    const answer = this.write(compiled.sql, compiled.parameters as unknown[]);
+    const answer = this.writeStatement(compiled);
     this.flush();
     let result: pg.QueryResult;
     try {
@@ -346,7 +346,7 @@ class PipelinedConnection implements DatabaseConnection {
 
   /** Several statements written together; each answer awaited, in order (readTogether). */
   async executeTogether(compiled: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
-    const answers = compiled.map((c) => this.write(c.sql, c.parameters as unknown[]));
+    const answers = compiled.map((c) => this.writeStatement(c));
     this.flush();
     const results: QueryResult<unknown>[] = [];
     for (const answer of answers) {
@@ -379,6 +379,22 @@ class PipelinedConnection implements DatabaseConnection {
     const answer = !values ? this.client.query(text) : this.statements ? this.statements.query(this.client, text, values) : this.client.query(text, values);
     answer.catch(() => {});
     return answer;
+  }
+
+  /**
+   * A statement of the transaction written (write()), carrying the deferred writes still held as
+   * CTEs of its own when it may (absorbsDeferred: it names none of their tables): one statement
+   * where there were two, in the same socket write. Otherwise they go before it as their own.
+   */
+  private writeStatement(compiled: CompiledQuery): Promise<pg.QueryResult> {
+    if (this.heldWrites.length > 0 && absorbsDeferred(this.heldWrites, compiled)) {
+      const merged = mergeDeferred(this.heldWrites, compiled);
+      if (merged) {
+        this.heldWrites = [];
+        return this.write(merged.sql, merged.parameters as unknown[]);
+      }
+    }
+    return this.write(compiled.sql, compiled.parameters as unknown[]);
   }
 
   /**

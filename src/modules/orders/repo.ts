@@ -130,6 +130,15 @@ export async function updateOrderWithEvents(db: Executor, teamId: string, id: st
 /** What an update of a held order may write: the row's plain columns (no JSON column, no SQL expression). */
 export type HeldOrderPatch = Omit<RowPatch<'orders'>, 'shipping_address' | 'billing_address'>;
 
+/** Whether a patch of an order is one updateHeldOrder() may write: plain values only (a string, a number, a boolean, a date, null). */
+export function isHeldOrderPatch(patch: RowPatch<'orders'>): patch is HeldOrderPatch {
+  return Object.values(patch).every(isPlainValue);
+}
+
+function isPlainValue(value: unknown): boolean {
+  return value === null || value === undefined || typeof value !== 'object' || value instanceof Date;
+}
+
 /**
  * An update of an order this transaction holds under its row lock, with its timeline rows, sent with
  * the transaction's next statement or its COMMIT (deferWrite): no round trip of its own, and no row
@@ -142,7 +151,7 @@ export async function updateHeldOrder(db: Executor, held: Row<'orders'>, patch: 
   const set: Record<string, unknown> = { updated_at: new Date() };
   for (const [column, value] of Object.entries(patch)) {
     if (value === undefined) continue; // as Kysely's set() skips it
-    if (value !== null && typeof value === 'object' && !(value instanceof Date)) throw new Error(`updateHeldOrder: ${column} is not a plain value`);
+    if (!isPlainValue(value)) throw new Error(`updateHeldOrder: ${column} is not a plain value`);
     set[column] = value;
   }
   // Two deferred writes into different tables: the driver sends them as one statement, with the

@@ -211,7 +211,10 @@ export class OrdersService {
     );
   }
 
-  /** Applies the fields a lead or a payment may change on an existing order; returns what changed. */
+  /**
+   * Applies the fields a lead or a payment may change on an existing order; returns what changed.
+   * `order` is the row as this transaction read it under its lock (findOrder forUpdate, findOpenLead).
+   */
   async applyUpdates(
     trx: Tx,
     teamId: string,
@@ -287,7 +290,13 @@ export class OrdersService {
       changed.push('affiliate');
     }
     const timeline = event ? this.timelineRows(teamId, order.id, [event(changed)]) : [];
-    if (Object.keys(patch).length > 0) return { order: await repo.updateOrderWithEvents(trx, teamId, order.id, patch, timeline), changed };
+    if (Object.keys(patch).length > 0) {
+      // `order` was read under its lock in this transaction (every caller holds it): a patch of plain
+      // values goes with the next statement, answered from that row (updateHeldOrder); an address
+      // (a JSON column) is written and read back.
+      if (repo.isHeldOrderPatch(patch)) return { order: await repo.updateHeldOrder(trx, order, patch, timeline), changed };
+      return { order: await repo.updateOrderWithEvents(trx, teamId, order.id, patch, timeline), changed };
+    }
     await repo.insertEvents(trx, timeline);
     return { order, changed };
   }
