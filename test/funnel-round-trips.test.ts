@@ -13,7 +13,8 @@
  * an upsell with their COMMIT (the upsell's with its claim), and the order's UPDATE of a payment's
  * answer, an upsell's answer and a completion with the COMMIT (with an upsell claim's move); deferred
  * writes ride as CTEs in the statement after them when it names none of their tables (a payment's
- * move to pending in its attempt row's INSERT, an upsell's answer in its claim's move). Counted on the pooled sockets; the worker does not run here. PostgreSQL only (skipped without TEST_DATABASE_URL).
+ * move to pending in its attempt row's INSERT or its customer's read, an upsell's answer in its
+ * claim's move) or in a sendWithNext statement before them (an upsell's claim in its attempt row's INSERT). Counted on the pooled sockets; the worker does not run here. PostgreSQL only (skipped without TEST_DATABASE_URL).
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,7 +44,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     return r.body.data.id as string;
   };
 
-  it('sends a warm funnel in at most 15 round trips and 35 statements', async () => {
+  it('sends a warm funnel in at most 15 round trips and 34 statements', async () => {
     const gw = await created('/v1/gateways', { name: 'gw', kind: 'nmi', base_url: sandbox.url, credentials: { security_key: `rt_${process.pid}` }, test_mode: true, is_active: true });
     const campaign = await created('/v1/campaigns', { name: 'c', currency: 'USD', gateway_id: gw });
     const product = await created('/v1/products', { name: 'p' });
@@ -97,7 +98,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     // insert went with its customer's upsert, naming the customer by the customers module's subquery.
     // Reading a payment's and an upsell's customer by a subquery of the order, with its lock, made 15,
     // and was undone: PostgreSQL's CPU per funnel rose by ~2 ms, bench/README.md, seventh round).
-    expect(statements).toBeGreaterThan(32);
+    expect(statements).toBeGreaterThan(31);
     // 47 statements before a payment whose velocity screening took no holds stopped deleting them;
     // 46 before deferred inserts into different tables went as one statement (an upsell's event and
     // its webhook deliveries; a completion's event, deliveries and purchase mail); 43 before a deferred
@@ -105,9 +106,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     // upsell's answer and a completion).
     // 41 before a new lead was one statement; 37 before the statement after deferred writes carried
     // them as its CTEs when it names none of their tables (a payment's move to pending with its
-    // attempt row's INSERT, an upsell's answer with its claim's move).
-    expect(statements).toBeLessThanOrEqual(35);
+    // attempt row's INSERT, an upsell's answer with its claim's move); 35 before deferred writes
+    // after a sendWithNext statement rode in it too (an upsell's claim in its attempt row's INSERT).
+    expect(statements).toBeLessThanOrEqual(34);
     expect(writes).toBeLessThanOrEqual(15);
-    expect(writes).toBeLessThanOrEqual(statements - 20);
+    expect(writes).toBeLessThanOrEqual(statements - 19);
   });
 });

@@ -429,6 +429,66 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     expect(child.rows).toEqual([{ n: 0 }]);
   });
 
+  it('deferred writes after a sendWithNext statement ride in it when it names none of their tables; a foreign key from them to its row holds', async () => {
+    let rows: unknown[] = [];
+    const texts = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        const parent = sendWithNext(trx, parentInsert(trx, 351, 'p351').returning('id'));
+        await deferWrite(trx, childInsert(trx, 51, 351));
+        rows = await parent;
+      }),
+    );
+    // BEGIN, the parent's insert carrying the child's, COMMIT.
+    expect(texts).toHaveLength(3);
+    expect(texts[1]).toMatch(new RegExp(`^with "deferred_0" as \\(insert into "${CHILD}" .+\\) insert into "${TABLE}" .+ returning "id"$`));
+    expect(rows).toEqual([{ id: 351 }]);
+    const child = await store.run((db) => sql<{ parent_id: number }>`select parent_id from ${sql.table(CHILD)} where id = 51`.execute(db));
+    expect(child.rows).toEqual([{ parent_id: 351 }]);
+  });
+
+  it('a deferred write into a table the held sendWithNext statement names goes after it, on its own, and sees its row', async () => {
+    const texts = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        const inserted = sendWithNext(trx, parentInsert(trx, 352, 'new').returning('id'));
+        await deferWrite(trx, parentUpdate(trx, 352, 'updated'));
+        await inserted;
+      }),
+    );
+    expect(texts).toHaveLength(4);
+    const row = await store.run((db) => sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = 352`.execute(db));
+    expect(row.rows).toEqual([{ v: 'updated' }]);
+  });
+
+  it('deferred writes that cannot share its statement go each in its place around the held sendWithNext statement', async () => {
+    const texts = await statementsSent(() =>
+      store.transaction(async (trx) => {
+        const parent = sendWithNext(trx, parentInsert(trx, 353).returning('id'));
+        // A comment in its text: never renumbered, so never merged (mergeDeferred answers null).
+        await deferWrite(trx, (trx as unknown as Kysely<any>).insertInto(CHILD).values({ id: 53, parent_id: 353, note: sql`'n' /* kept */` }));
+        await parent;
+      }),
+    );
+    // BEGIN, the parent, then the child naming it (the other order would break its foreign key), COMMIT.
+    expect(texts).toHaveLength(4);
+    expect(texts[1]).toMatch(new RegExp(`^insert into "${TABLE}"`));
+    const child = await store.run((db) => sql<{ note: string }>`select note from ${sql.table(CHILD)} where id = 53`.execute(db));
+    expect(child.rows).toEqual([{ note: 'n' }]);
+  });
+
+  it('a held sendWithNext statement that fails with the deferred writes it carries fails the transaction with its own error; nothing commits', async () => {
+    await store.transaction((trx) => parentInsert(trx, 354).execute());
+    let own: unknown;
+    const failed = store.transaction(async (trx) => {
+      const dup = sendWithNext(trx, parentInsert(trx, 354).returning('id')); // the id is taken
+      dup.catch((err: unknown) => (own = err));
+      await deferWrite(trx, childInsert(trx, 54, 354));
+    });
+    await expect(failed).rejects.toMatchObject({ code: '23505' });
+    expect(own).toMatchObject({ code: '23505' });
+    const child = await store.run((db) => sql<{ n: number }>`select count(*)::int as n from ${sql.table(CHILD)} where id = 54`.execute(db));
+    expect(child.rows).toEqual([{ n: 0 }]);
+  });
+
   it('a transaction that rolls back never sends the deferred inserts it still held', async () => {
     const texts = await statementsSent(() =>
       store

@@ -118,12 +118,17 @@ export function mergeDeferred(held: readonly CompiledQuery[], into?: CompiledQue
  * WITH, and a statement whose text already has a "deferred_" CTE.
  */
 export function absorbsDeferred(held: readonly CompiledQuery[], next: CompiledQuery): boolean {
-  const node = next.query as { kind: string; with?: { recursive?: boolean } };
-  if (!ABSORBING_KINDS.has(node.kind)) return false;
-  if (node.with && (node.with.recursive || !next.sql.startsWith('with '))) return false;
-  if (next.sql.includes('"deferred_')) return false;
-  const tables = tablesNamed(node);
+  const tables = absorbingTables(next);
   return tables !== null && held.every((h) => !tables.has(writeTable(h)));
+}
+
+/** The tables `next` names, when it may carry deferred writes into any other table (absorbsDeferred); null when it may carry none. */
+export function absorbingTables(next: CompiledQuery): ReadonlySet<string> | null {
+  const node = next.query as { kind: string; with?: { recursive?: boolean } };
+  if (!ABSORBING_KINDS.has(node.kind)) return null;
+  if (node.with && (node.with.recursive || !next.sql.startsWith('with '))) return null;
+  if (next.sql.includes('"deferred_')) return null;
+  return tablesNamed(node);
 }
 
 const ABSORBING_KINDS = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);

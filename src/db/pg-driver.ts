@@ -10,7 +10,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { absorbsDeferred, mergeableWrite, mergeDeferred, writeTable } from './deferred-writes.ts';
+import { absorbingTables, absorbsDeferred, mergeableWrite, mergeDeferred, writeTable } from './deferred-writes.ts';
 import { ConnectionStatements, type StatementNames } from './statement-names.ts';
 
 /**
@@ -143,11 +143,12 @@ export interface DeferOptions {
 const EARLY = new WeakMap<CompiledQuery, (answer: Promise<pg.QueryResult>) => void>();
 
 /**
- * A statement whose answer the transaction needs later, not now: on a pipelined connection it is written to the
- * connection at once and goes out with the next statement the transaction sends (or its COMMIT),
- * in the same socket write, instead of taking a round trip of its own; the promise resolves with
- * its rows when that answer arrives. It runs where it was written, after the statements before it
- * and before the ones after it. If it fails, its promise rejects and the next statement and the
+ * A statement whose answer the transaction needs later, not now: on a pipelined connection it goes
+ * out with the next statement the transaction sends (or its COMMIT), in the same socket write,
+ * instead of taking a round trip of its own; the promise resolves with its rows when that answer
+ * arrives. It runs where it was sent, after the statements before it and before the ones after it;
+ * deferred writes sent after it into tables it does not name may ride in it as CTEs (one statement
+ * fewer, the same rows: see the connection's writeHeldEarly). If it fails, its promise rejects and the next statement and the
  * COMMIT fail with its error (nothing commits), as with deferWrite(). When the transaction sends
  * nothing else before the next turn of the event loop, it is sent on its own, so awaiting it at
  * once never hangs. Outside a transaction (or on a connection that is not pipelined) it is simply executed.
@@ -233,6 +234,15 @@ export async function readTogether<Q extends readonly (Compilable<any> | RawBuil
   return results.map((r) => r.rows) as { -readonly [K in keyof Q]: RowsOf<Q[K]> };
 }
 
+/** A sendWithNext() statement held by its connection: `before` of the held deferred writes were deferred before it. */
+interface HeldEarly {
+  compiled: CompiledQuery;
+  tables: ReadonlySet<string>;
+  before: number;
+  resolve: (result: pg.QueryResult) => void;
+  reject: (err: unknown) => void;
+}
+
 class PipelinedConnection implements DatabaseConnection {
   /** The BEGIN (or START TRANSACTION …) still to be written with the transaction's first statement. */
   private pendingBegin: string | null = null;
@@ -244,6 +254,12 @@ class PipelinedConnection implements DatabaseConnection {
   private corked = false;
   /** Deferred writes into different tables not yet written: written as one statement before anything else (mergeDeferred). */
   private heldWrites: CompiledQuery[] = [];
+  /**
+   * A sendWithNext() statement not written yet, held (with the deferred writes before it) until
+   * the transaction writes anything else, ends, or the event loop turns: deferred writes into other
+   * tables that come after it ride in it too (writeHeldEarly).
+   */
+  private heldEarly: HeldEarly | null = null;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -257,6 +273,7 @@ class PipelinedConnection implements DatabaseConnection {
     this.unanswered = [];
     this.failedUnanswered = null;
     this.heldWrites = [];
+    this.heldEarly = null; // always null here: the last transaction's end() or release dropped it
   }
 
   /** COMMIT or ROLLBACK; nothing at all when the transaction never sent a statement. */
@@ -264,8 +281,11 @@ class PipelinedConnection implements DatabaseConnection {
     this.inTransaction = false;
     // Deferred writes still held go out before the COMMIT (and are checked like any deferred
     // write below); a ROLLBACK never sends them.
-    if (command === 'commit') this.writeHeld();
-    else this.heldWrites = [];
+    if (command === 'commit') this.writePending();
+    else {
+      this.heldWrites = [];
+      this.dropHeldEarly();
+    }
     if (this.pendingBegin !== null) {
       this.pendingBegin = null;
       this.unanswered = [];
@@ -308,7 +328,9 @@ class PipelinedConnection implements DatabaseConnection {
         this.leaveUnanswered(translated);
       } else if (mergeableWrite(compiled)) {
         const table = writeTable(compiled);
-        if (this.heldWrites.some((d) => writeTable(d) === table)) this.writeHeld();
+        // A held sendWithNext() statement that names this table runs before it, as it was sent before it.
+        if (this.heldEarly?.tables.has(table)) this.writeHeldEarly();
+        if (this.heldWrites.some((d) => writeTable(d) === table)) this.writePending();
         this.heldWrites.push(compiled);
       } else {
         this.leaveUnanswered(this.writeStatement(compiled));
@@ -317,11 +339,30 @@ class PipelinedConnection implements DatabaseConnection {
     }
     const early = this.inTransaction ? EARLY.get(compiled) : undefined;
     if (early) {
-      const answer = this.writeStatement(compiled);
+      const tables = absorbingTables(compiled);
+      if (tables === null) {
+        const answer = this.writeStatement(compiled);
+        this.leaveUnanswered(answer);
+        early(answer);
+        // Nothing else sent before the next turn of the event loop: it goes on its own.
+        setImmediate(() => this.flush());
+        return { rows: [] };
+      }
+      // Held, not written yet: deferred writes after it may still ride in it (writeHeldEarly), as
+      // may the ones before it when it names none of their tables.
+      if (this.heldEarly) this.writeHeldEarly();
+      if (!absorbsDeferred(this.heldWrites, compiled)) this.writeHeld();
+      let settle!: Pick<HeldEarly, 'resolve' | 'reject'>;
+      const answer = new Promise<pg.QueryResult>((resolve, reject) => (settle = { resolve, reject }));
+      const held: HeldEarly = { compiled, tables, before: this.heldWrites.length, ...settle };
+      this.heldEarly = held;
       this.leaveUnanswered(answer);
       early(answer);
-      // Nothing else sent before the next turn of the event loop: it goes on its own.
-      setImmediate(() => this.flush());
+      // Nothing else sent before the next turn of the event loop: it goes on its own (with what it carries).
+      setImmediate(() => {
+        if (this.heldEarly === held) this.writeHeldEarly();
+        this.flush();
+      });
       return { rows: [] };
     }
     const answer = this.writeStatement(compiled);
@@ -364,8 +405,20 @@ class PipelinedConnection implements DatabaseConnection {
     return results;
   }
 
-  /** Writes a statement (after the transaction's BEGIN when that is still to go) into the corked socket. */
+  /** Writes a statement into the corked socket, after what is still held (the BEGIN, a sendWithNext() statement, deferred writes). */
   private write(text: string, values?: unknown[]): Promise<pg.QueryResult> {
+    this.writePending();
+    return this.writeText(text, values);
+  }
+
+  /** Writes what the transaction still holds, in its order: a sendWithNext() statement with the deferred writes it carries, or the deferred writes. */
+  private writePending(): void {
+    if (this.heldEarly) this.writeHeldEarly();
+    else if (this.heldWrites.length > 0) this.writeHeld();
+  }
+
+  /** Writes one statement's text into the corked socket, after the transaction's BEGIN when that is still to go; nothing held is written. */
+  private writeText(text: string, values?: unknown[]): Promise<pg.QueryResult> {
     if (!this.corked) {
       this.stream()?.cork?.();
       this.corked = true;
@@ -375,7 +428,6 @@ class PipelinedConnection implements DatabaseConnection {
       this.pendingBegin = null;
       this.leaveUnanswered(this.client.query(begin));
     }
-    if (this.heldWrites.length > 0) this.writeHeld();
     const answer = !values ? this.client.query(text) : this.statements ? this.statements.query(this.client, text, values) : this.client.query(text, values);
     answer.catch(() => {});
     return answer;
@@ -387,14 +439,48 @@ class PipelinedConnection implements DatabaseConnection {
    * where there were two, in the same socket write. Otherwise they go before it as their own.
    */
   private writeStatement(compiled: CompiledQuery): Promise<pg.QueryResult> {
+    if (this.heldEarly) this.writeHeldEarly();
     if (this.heldWrites.length > 0 && absorbsDeferred(this.heldWrites, compiled)) {
       const merged = mergeDeferred(this.heldWrites, compiled);
       if (merged) {
         this.heldWrites = [];
-        return this.write(merged.sql, merged.parameters as unknown[]);
+        return this.writeText(merged.sql, merged.parameters as unknown[]);
       }
     }
     return this.write(compiled.sql, compiled.parameters as unknown[]);
+  }
+
+  /**
+   * The held sendWithNext() statement, written with every deferred write held (those before it and
+   * those after it, none into a table it names) as its CTEs; when they cannot be merged, each in its
+   * place: the ones before it, the statement, the ones after it. Its promise settles with the answer.
+   */
+  private writeHeldEarly(): void {
+    const early = this.heldEarly;
+    if (!early) return;
+    this.heldEarly = null;
+    const held = this.heldWrites;
+    this.heldWrites = [];
+    const merged = held.length > 0 ? mergeDeferred(held, early.compiled) : null;
+    let answer: Promise<pg.QueryResult>;
+    if (merged || held.length === 0) {
+      const { sql, parameters } = merged ?? early.compiled;
+      answer = this.writeText(sql, parameters as unknown[]);
+    } else {
+      this.heldWrites = held.slice(0, early.before);
+      this.writeHeld();
+      answer = this.writeText(early.compiled.sql, early.compiled.parameters as unknown[]);
+      this.heldWrites = held.slice(early.before);
+      this.writeHeld();
+    }
+    answer.then(early.resolve, early.reject);
+  }
+
+  /** A transaction that ends without sending its held sendWithNext() statement (a ROLLBACK, a released connection): its promise rejects. */
+  private dropHeldEarly(): void {
+    const early = this.heldEarly;
+    this.heldEarly = null;
+    early?.reject(new Error('the transaction ended before this statement was sent'));
   }
 
   /**
@@ -406,7 +492,7 @@ class PipelinedConnection implements DatabaseConnection {
     if (held.length === 0) return;
     this.heldWrites = [];
     const merged = held.length > 1 ? mergeDeferred(held) : null;
-    for (const { sql, parameters } of merged ? [merged] : held) this.leaveUnanswered(this.write(sql, parameters as unknown[]));
+    for (const { sql, parameters } of merged ? [merged] : held) this.leaveUnanswered(this.writeText(sql, parameters as unknown[]));
   }
 
   /** Sends everything written since the last flush in one socket write. */
@@ -449,6 +535,7 @@ class PipelinedConnection implements DatabaseConnection {
     this.unanswered = [];
     this.failedUnanswered = null;
     this.heldWrites = [];
+    this.dropHeldEarly();
     this.client.release();
   }
 }
