@@ -130,10 +130,16 @@ export async function updateOrderWithEvents(db: Executor, teamId: string, id: st
 /** What an update of a held order may write: the row's plain columns (no JSON column, no SQL expression). */
 export type HeldOrderPatch = Omit<RowPatch<'orders'>, 'shipping_address' | 'billing_address'>;
 
-/** Whether a patch of an order is one updateHeldOrder() may write: plain values only (a string, a number, a boolean, a date, null). */
+/**
+ * Whether a patch of an order is one updateHeldOrder() may write: no JSON column (an address is
+ * written as its JSON text and read back as an object, so the row must come back from the
+ * database) and plain values only (a string, a number, a boolean, a date, null).
+ */
 export function isHeldOrderPatch(patch: RowPatch<'orders'>): patch is HeldOrderPatch {
-  return Object.values(patch).every(isPlainValue);
+  return Object.entries(patch).every(([column, value]) => value === undefined || (!JSON_COLUMNS.has(column) && isPlainValue(value)));
 }
+
+const JSON_COLUMNS: ReadonlySet<string> = new Set(['shipping_address', 'billing_address'] satisfies Array<keyof RowPatch<'orders'>>);
 
 function isPlainValue(value: unknown): boolean {
   return value === null || value === undefined || typeof value !== 'object' || value instanceof Date;
