@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { type Executor, firstWithNext } from '../../db/database.ts';
+import { deferWrite, type Executor, firstWithNext } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
@@ -75,13 +75,12 @@ export async function insertPaymentMethod(db: Executor, row: NewRow<'payment_met
 }
 
 /**
- * A saved payment method written now and sent with the next statement (sendWithNext): for the
- * statement that names it (the attempt's UPDATE, or the test card's transaction), in one round trip.
- * The promise resolves with the row when that statement's answer arrives.
+ * A saved payment method for the statement that names it by id (the attempt's UPDATE, or the test
+ * card's transaction), deferred (deferWrite): it rides in that statement as a CTE, no statement of
+ * its own, and nothing is read back (the caller holds its id). If it fails, so does that statement.
  */
-export function insertPaymentMethodWithNext(db: Executor, row: NewRow<'payment_methods'>): Promise<Row<'payment_methods'>> {
-  // An insert that succeeds returns its row.
-  return firstWithNext(db, db.insertInto('payment_methods').values(row).returningAll()) as Promise<Row<'payment_methods'>>;
+export async function deferPaymentMethod(db: Executor, row: NewRow<'payment_methods'>): Promise<void> {
+  await deferWrite(db, db.insertInto('payment_methods').values(row));
 }
 
 export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {

@@ -21,7 +21,7 @@ const LEDGER_ROWS = {
   listOrderTransactions: repo.listOrderTransactions,
   reversedAmount: repo.reversedAmount,
   insertPaymentMethod: repo.insertPaymentMethod,
-  insertPaymentMethodWithNext: repo.insertPaymentMethodWithNext,
+  deferPaymentMethod: repo.deferPaymentMethod,
   findPaymentMethod: repo.findPaymentMethod,
   updatePaymentMethod: repo.updatePaymentMethod,
 } as const;

@@ -24,7 +24,8 @@ export type FirstStep =
       kind: 'done';
       outcome: ChargeOutcome;
       transactions: Row<'transactions'>[];
-      paymentMethod: Row<'payment_methods'> | null;
+      /** The card saved for upsells (its id: what the order names). */
+      paymentMethod: Pick<Row<'payment_methods'>, 'id'> | null;
       isTest: boolean;
       /** Whether the screening took velocity holds; unset when not known here (the recovery run): settled as if it had. */
       holds?: boolean;
@@ -93,14 +94,14 @@ export class FirstPaymentLedger {
     if (await this.gateways.isTestCard(trx, req.teamId, req.card.number)) {
       const gatewayId = plan.candidates[0]?.gateway.id ?? null;
       const id = newId('transaction');
-      const saved = this.saveMethod(trx, req, card, gatewayId, null, id, true);
+      const saved = await this.saveMethod(trx, req, card, gatewayId, null, id, true);
       const t = await this.ledger.rows.insertTransaction(trx, {
         ...attemptRow(req, card, { type: firstPaymentType(req.amount), id, status: 'approved', gatewayId, routerId: plan.routerId, code: 'test_card', text: 'Approved: test card (no gateway was called)' }),
         provider_ref: `test_${id}`,
         is_test: true,
         payment_method_id: saved.id,
       });
-      return { kind: 'done', outcome: { kind: 'approved', providerRef: t.provider_ref!, authCode: null, code: 'test_card', text: t.response_text!, vaultRef: null }, transactions: [t], paymentMethod: await saved.row, isTest: true, holds };
+      return { kind: 'done', outcome: { kind: 'approved', providerRef: t.provider_ref!, authCode: null, code: 'test_card', text: t.response_text!, vaultRef: null }, transactions: [t], paymentMethod: saved, isTest: true, holds };
     }
     return this.next(trx, req, card, plan, 0, [], holds);
   }
@@ -190,11 +191,11 @@ export class FirstPaymentLedger {
     attempt: Row<'transactions'>,
     outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>,
     card: CardSummary | null,
-  ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Row<'payment_methods'> | null } | null> {
-    let saved: ReturnType<FirstPaymentLedger['saveMethod']> | null = null;
+  ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Pick<Row<'payment_methods'>, 'id'> | null } | null> {
+    let saved: { id: string } | null = null;
     if (outcome.kind === 'approved' && attempt.step === FIRST_PAYMENT) {
       const summary = card ?? { brand: attempt.card_brand ?? 'unknown', bin: attempt.card_bin ?? '', last4: attempt.card_last4 ?? '', exp: attempt.card_exp ?? '' };
-      saved = this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
+      saved = await this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
     }
     const status = outcome.kind === 'approved' ? 'approved' : outcome.kind === 'declined' ? 'declined' : 'pending';
     const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt, {
@@ -205,10 +206,9 @@ export class FirstPaymentLedger {
       response_text: outcome.text,
       ...(saved ? { payment_method_id: saved.id } : {}),
     });
-    const method = saved ? await saved.row : null;
     if (!t) return null;
     if (status === 'declined') await this.releaseVolume(trx, t);
-    return { transaction: t, paymentMethod: method };
+    return { transaction: t, paymentMethod: saved };
   }
 
   /**
@@ -230,12 +230,12 @@ export class FirstPaymentLedger {
   }
 
   /**
-   * The card saved for one-click upsells: its insert goes with the next statement (the one that
-   * names it by `id`), and `row` resolves when that statement is answered.
+   * The card saved for one-click upsells: its insert rides in the next statement (the one that
+   * names it by `id`: ledger repo's deferPaymentMethod), and fails that statement if it fails.
    */
-  private saveMethod(trx: Tx, req: { teamId: string; customerId: string }, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean) {
+  private async saveMethod(trx: Tx, req: { teamId: string; customerId: string }, card: CardSummary, gatewayId: string | null, vaultRef: string | null, originalRef: string | null, isTest: boolean): Promise<{ id: string }> {
     const id = newId('paymentMethod');
-    const row = this.ledger.rows.insertPaymentMethodWithNext(trx, {
+    await this.ledger.rows.deferPaymentMethod(trx, {
       id,
       team_id: req.teamId,
       customer_id: req.customerId,
@@ -248,6 +248,6 @@ export class FirstPaymentLedger {
       exp: card.exp,
       is_test: isTest,
     });
-    return { id, row };
+    return { id };
   }
 }
