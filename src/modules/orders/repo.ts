@@ -193,9 +193,29 @@ export async function insertLines(db: Executor, lines: NewRow<'order_lines'>[]):
   return insertLinesQuery(db, lines).execute();
 }
 
-/** Inserting lines (`lines` not empty), as a query to send with the read of them that follows (readTogether). */
+/** Inserting lines (`lines` not empty), returning them. */
 export function insertLinesQuery(db: Executor, lines: NewRow<'order_lines'>[]) {
   return db.insertInto('order_lines').values(lines).returningAll();
+}
+
+/**
+ * One line added to an order and all the order's lines after it, in one statement: the insert as
+ * a data-modifying CTE, and the order's lines as the statement found them (its snapshot, taken
+ * after the caller's lock on the order was granted: every line another transaction committed
+ * before) with the new one from the insert's RETURNING, since the parts of one statement do not
+ * see each other's rows; in `seq` order.
+ */
+export async function addLineReadingLines(db: Executor, teamId: string, line: NewRow<'order_lines'>): Promise<{ added: Row<'order_lines'>; lines: Row<'order_lines'>[] }> {
+  const lines = await db
+    .with('added', (w) => w.insertInto('order_lines').values(line).returningAll())
+    .selectFrom('order_lines')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('order_id', '=', line.order_id)
+    .unionAll((eb) => eb.selectFrom('added').selectAll())
+    .orderBy('seq')
+    .execute();
+  return { added: lines.find((l) => l.id === line.id)!, lines };
 }
 
 export async function linesOf(db: Executor, teamId: string, orderIds: readonly string[]): Promise<Row<'order_lines'>[]> {

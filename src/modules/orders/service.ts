@@ -1,6 +1,6 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
-import { type Executor, readTogether, type Store, type Tx } from '../../db/database.ts';
+import { type Executor, type Store, type Tx } from '../../db/database.ts';
 import { isGuardRefusal } from '../../db/helpers.ts';
 import type { Page } from '../../db/pagination.ts';
 import type { Address, NewRow, Row, RowPatch } from '../../db/schema.ts';
@@ -94,8 +94,8 @@ export class OrdersService {
    * connection, sees the new line).
    */
   async addLineAndTotals(trx: Tx, teamId: string, orderId: string, couponId: string | null, line: NewRow<'order_lines'>) {
-    const [added, lines] = await readTogether(trx, [repo.insertLinesQuery(trx, [line]), repo.linesQuery(trx, teamId, [orderId])] as const);
-    return { added: added[0]!, ...(await this.totalsOf(trx, teamId, lines, couponId)) };
+    const { added, lines } = await repo.addLineReadingLines(trx, teamId, { ...line, order_id: orderId });
+    return { added, ...(await this.totalsOf(trx, teamId, lines, couponId)) };
   }
 
   private async totalsOf(trx: Tx, teamId: string, lines: Row<'order_lines'>[], couponId: string | null) {
