@@ -1,6 +1,6 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
-import { readTogether, sendWithNext, type Tx } from '../../db/database.ts';
+import { readTogether, type Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { cardOf, type FirstChargeRequest, type PaymentsService, type RouteRequest } from '../payments/service.ts';
 import { orderView, type PaymentResult } from '../orders/views.ts';
@@ -115,18 +115,19 @@ export class PayUseCase extends UseCase {
       const campaign = await this.catalog.findCampaign(trx, teamId, locked.campaign_id);
       const route = await this.payments.preflight(trx, teamId, body.payment, { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! });
       if (locked.status !== 'pending') ORDER.assertMove(locked.status, 'pending');
-      // A payment that changes neither the cart nor the customer (the funnel's): the customer is read
-      // with the UPDATE below, in its round trip, and the lines are those read with the lock.
-      const asLocked = body.products === undefined && body.customer === undefined;
-      const customerAsLocked = asLocked ? sendWithNext(trx, this.customers.findManyQuery(trx, teamId, [locked.customer_id])) : null;
       // One UPDATE: the client's changes, the move to pending and (extpay) the payment claim together.
+      // Deferred (applyUpdates): it rides in the read below, which names neither of its tables.
       const { order } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending' }, (changed) => ({
         type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested',
         data: { changed, from_status: locked.status },
       }));
-      // Otherwise the lines and the customer as the update left them, in one round trip.
-      const [lines, [customer]] = customerAsLocked
-        ? [linesAsLocked, await customerAsLocked]
+      // A payment that changes neither the cart nor the customer (the funnel's): the customer, and
+      // the lines read with the lock. Otherwise the lines and the customer as the update left them,
+      // in one round trip. Awaited at once: a read sent with the next statement would wait for the
+      // event loop's next turn, as nothing else follows it here.
+      const asLocked = body.products === undefined && body.customer === undefined;
+      const [lines, [customer]] = asLocked
+        ? [linesAsLocked, await this.customers.findManyQuery(trx, teamId, [locked.customer_id]).execute()]
         : await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       return this.openPayment(trx, order, customer!, route, body.payment, lines, locked.status === 'pending');
