@@ -36,6 +36,21 @@ type TableRef = { table?: { identifier?: { name?: string } } };
  * or placeholders that do not number its parameters 1…n.
  */
 function renumbered(compiled: CompiledQuery, offset: number): string | null {
+  // Remembered by text and offset: the hot path merges the same few texts at the same offsets.
+  let byOffset = RENUMBERED.get(compiled.sql);
+  if (byOffset === undefined) {
+    if (RENUMBERED.size >= RENUMBERED_MAX) RENUMBERED.clear();
+    RENUMBERED.set(compiled.sql, (byOffset = new Map()));
+  }
+  let text = byOffset.get(offset);
+  if (text === undefined) byOffset.set(offset, (text = renumber(compiled, offset)));
+  return text;
+}
+
+const RENUMBERED = new Map<string, Map<number, string | null>>();
+const RENUMBERED_MAX = 2_000;
+
+function renumber(compiled: CompiledQuery, offset: number): string | null {
   const text = compiled.sql;
   let out = '';
   let highest = 0;
