@@ -311,6 +311,13 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
   });
 
   const parentUpdate = (trx: Tx, id: number, v: string) => (trx as unknown as Kysely<any>).updateTable(TABLE).set({ v }).where('id', '=', id);
+  /** A parent row and a child naming it, each committed on its own. */
+  const seedPair = async (parentId: number, v: string, childId: number, note: string) => {
+    await store.transaction((trx) => parentInsert(trx, parentId, v).execute());
+    await store.transaction((trx) => childInsert(trx, childId, parentId, note).execute());
+  };
+  /** A parent row's `v`, as committed. */
+  const parentV = async (id: number) => (await store.run((db) => sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = ${id}`.execute(db))).rows;
 
   it('a deferred UPDATE goes in the same statement as deferred inserts into other tables; one into the same table, or one that reads another table, goes on its own', async () => {
     await store.transaction((trx) => parentInsert(trx, 331, 'before').execute());
@@ -372,13 +379,11 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
     expect(texts[2]).toMatch(/^with "deferred_0" as \(update .+\) select "note" from /);
     expect(inserted).toEqual([{ id: 41, note: 'n41' }]);
     expect(viaNext).toEqual([{ note: 'n41' }]);
-    const row = await store.run((db) => sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = 341`.execute(db));
-    expect(row.rows).toEqual([{ v: 'after again' }]);
+    expect(await parentV(341)).toEqual([{ v: 'after again' }]);
   });
 
   it('a statement with CTEs of its own keeps them after the deferred writes it carries', async () => {
-    await store.transaction((trx) => parentInsert(trx, 342, 'before').execute());
-    await store.transaction((trx) => childInsert(trx, 42, 342, 'old').execute());
+    await seedPair(342, 'before', 42, 'old');
     let moved: unknown[] = [];
     const texts = await statementsSent(() =>
       store.transaction(async (trx) => {
@@ -398,8 +403,7 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
   });
 
   it('a statement that names a table the deferred writes change (or raw SQL that may) goes after them, on its own, and sees what they wrote', async () => {
-    await store.transaction((trx) => parentInsert(trx, 343, 'before').execute());
-    await store.transaction((trx) => childInsert(trx, 43, 343, 'c43').execute());
+    await seedPair(343, 'before', 43, 'c43');
     const reads: unknown[] = [];
     const texts = await statementsSent(() =>
       store.transaction(async (trx) => {
@@ -455,8 +459,7 @@ describe.skipIf(!URL)('the PostgreSQL driver (needs TEST_DATABASE_URL; skipped w
       }),
     );
     expect(texts).toHaveLength(4);
-    const row = await store.run((db) => sql<{ v: string }>`select v from ${sql.table(TABLE)} where id = 352`.execute(db));
-    expect(row.rows).toEqual([{ v: 'updated' }]);
+    expect(await parentV(352)).toEqual([{ v: 'updated' }]);
   });
 
   it('deferred writes that cannot share its statement go each in its place around the held sendWithNext statement', async () => {

@@ -37,18 +37,28 @@ type TableRef = { table?: { identifier?: { name?: string } } };
  */
 function renumbered(compiled: CompiledQuery, offset: number): string | null {
   // Remembered by text and offset: the hot path merges the same few texts at the same offsets.
-  let byOffset = RENUMBERED.get(compiled.sql);
-  if (byOffset === undefined) {
-    if (RENUMBERED.size >= RENUMBERED_MAX) RENUMBERED.clear();
-    RENUMBERED.set(compiled.sql, (byOffset = new Map()));
-  }
+  const byOffset = remembered(RENUMBERED, compiled.sql, () => new Map<number, string | null>());
   let text = byOffset.get(offset);
   if (text === undefined) byOffset.set(offset, (text = renumber(compiled, offset)));
   return text;
 }
 
 const RENUMBERED = new Map<string, Map<number, string | null>>();
-const RENUMBERED_MAX = 2_000;
+
+/**
+ * `compute()`'s answer for a statement text, remembered: a hot path asks of the same few texts
+ * again and again. Bounded: texts that never come back (literal values, long IN lists) are
+ * forgotten in bulk.
+ */
+function remembered<V>(memo: Map<string, V>, text: string, compute: () => V): V {
+  if (memo.has(text)) return memo.get(text)!;
+  const value = compute();
+  if (memo.size >= MEMO_MAX) memo.clear();
+  memo.set(text, value);
+  return value;
+}
+
+const MEMO_MAX = 2_000;
 
 function renumber(compiled: CompiledQuery, offset: number): string | null {
   const text = compiled.sql;
@@ -134,7 +144,12 @@ export function mergeDeferred(held: readonly CompiledQuery[], into?: CompiledQue
  */
 export function absorbsDeferred(held: readonly CompiledQuery[], next: CompiledQuery): boolean {
   const tables = absorbingTables(next);
-  return tables !== null && held.every((h) => !tables.has(writeTable(h)));
+  return tables !== null && namesNoneOf(tables, held);
+}
+
+/** Whether a statement naming `tables` names none of the tables the writes `held` change. */
+export function namesNoneOf(tables: ReadonlySet<string>, held: readonly CompiledQuery[]): boolean {
+  return held.every((h) => !tables.has(writeTable(h)));
 }
 
 /**
@@ -144,21 +159,16 @@ export function absorbsDeferred(held: readonly CompiledQuery[], next: CompiledQu
  * was ≈ 1% of the server thread).
  */
 export function absorbingTables(next: CompiledQuery): ReadonlySet<string> | null {
-  const known = ABSORBING.get(next.sql);
-  if (known !== undefined) return known;
-  const node = next.query as { kind: string; with?: { recursive?: boolean } };
-  let tables: ReadonlySet<string> | null = null;
-  if (ABSORBING_KINDS.has(node.kind) && !(node.with && (node.with.recursive || !next.sql.startsWith('with '))) && !next.sql.includes('"deferred_')) {
-    tables = tablesNamed(node);
-  }
-  // Bounded: texts that never come back (literal values, long IN lists) are forgotten in bulk.
-  if (ABSORBING.size >= ABSORBING_MAX) ABSORBING.clear();
-  ABSORBING.set(next.sql, tables);
-  return tables;
+  return remembered(ABSORBING, next.sql, () => {
+    const node = next.query as { kind: string; with?: { recursive?: boolean } };
+    if (!ABSORBING_KINDS.has(node.kind)) return null;
+    if (node.with && (node.with.recursive || !next.sql.startsWith('with '))) return null;
+    if (next.sql.includes('"deferred_')) return null;
+    return tablesNamed(node);
+  });
 }
 
 const ABSORBING = new Map<string, ReadonlySet<string> | null>();
-const ABSORBING_MAX = 2_000;
 
 const ABSORBING_KINDS = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
 

@@ -1,6 +1,6 @@
 import type { CompiledQuery, DatabaseConnection, QueryResult } from 'kysely';
 import type pg from 'pg';
-import { absorbingTables, absorbsDeferred, mergeableWrite, mergeDeferred, writeTable } from './deferred-writes.ts';
+import { absorbingTables, absorbsDeferred, mergeableWrite, mergeDeferred, namesNoneOf, writeTable } from './deferred-writes.ts';
 import { DEFERRED, EARLY } from './statement-marks.ts';
 import type { ConnectionStatements } from './statement-names.ts';
 
@@ -133,7 +133,7 @@ export class PipelinedConnection implements DatabaseConnection {
       // Held, not written yet: deferred writes after it may still ride in it (writeHeldEarly), as
       // may the ones before it when it names none of their tables.
       if (this.heldEarly) this.writeHeldEarly();
-      if (!absorbsDeferred(this.heldWrites, compiled)) this.writeHeld();
+      if (!namesNoneOf(tables, this.heldWrites)) this.writeHeld();
       let settle!: Pick<HeldEarly, 'resolve' | 'reject'>;
       const answer = new Promise<pg.QueryResult>((resolve, reject) => (settle = { resolve, reject }));
       const held: HeldEarly = { compiled, tables, before: this.heldWrites.length, ...settle };

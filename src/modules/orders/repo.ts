@@ -127,8 +127,11 @@ export async function updateOrderWithEvents(db: Executor, teamId: string, id: st
   return q.updateTable('orders').set({ ...patch, updated_at: new Date() }).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
+/** The order's JSON columns: an address is written as its JSON text and read back as an object. */
+const JSON_COLUMNS = ['shipping_address', 'billing_address'] as const satisfies ReadonlyArray<keyof RowPatch<'orders'>>;
+
 /** What an update of a held order may write: the row's plain columns (no JSON column, no SQL expression). */
-export type HeldOrderPatch = Omit<RowPatch<'orders'>, 'shipping_address' | 'billing_address'>;
+export type HeldOrderPatch = Omit<RowPatch<'orders'>, (typeof JSON_COLUMNS)[number]>;
 
 /**
  * Whether a patch of an order is one updateHeldOrder() may write: no JSON column (an address is
@@ -136,10 +139,8 @@ export type HeldOrderPatch = Omit<RowPatch<'orders'>, 'shipping_address' | 'bill
  * database) and plain values only (a string, a number, a boolean, a date, null).
  */
 export function isHeldOrderPatch(patch: RowPatch<'orders'>): patch is HeldOrderPatch {
-  return Object.entries(patch).every(([column, value]) => value === undefined || (!JSON_COLUMNS.has(column) && isPlainValue(value)));
+  return Object.entries(patch).every(([column, value]) => value === undefined || (!(JSON_COLUMNS as readonly string[]).includes(column) && isPlainValue(value)));
 }
-
-const JSON_COLUMNS: ReadonlySet<string> = new Set(['shipping_address', 'billing_address'] satisfies Array<keyof RowPatch<'orders'>>);
 
 function isPlainValue(value: unknown): boolean {
   return value === null || value === undefined || typeof value !== 'object' || value instanceof Date;
