@@ -127,7 +127,7 @@ export class PayUseCase extends UseCase {
       // event loop's next turn, as nothing else follows it here.
       const asLocked = body.products === undefined && body.customer === undefined;
       const [lines, [customer]] = asLocked
-        ? [linesAsLocked, await this.customers.findManyQuery(trx, teamId, [locked.customer_id]).execute()]
+        ? [linesAsLocked, await this.customers.findMany(trx, teamId, [locked.customer_id])]
         : await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       return this.openPayment(trx, order, customer!, route, body.payment, lines, locked.status === 'pending');

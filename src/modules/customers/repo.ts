@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
+import { allRows, template } from '../../db/templates.ts';
 
 /** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
 export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Promise<Row<'customers'>> {
@@ -37,13 +38,13 @@ export async function findCustomer(db: Executor, teamId: string, id: string): Pr
 
 export async function findCustomersByIds(db: Executor, teamId: string, ids: readonly string[]): Promise<Row<'customers'>[]> {
   if (ids.length === 0) return [];
-  return customersQuery(db, teamId, ids).execute();
+  return allRows(db, customersQuery(db, teamId, ids));
 }
 
 /** Customers by id, as a query to send with others (readTogether); `ids` not empty. */
-export function customersQuery(db: Executor, teamId: string, ids: readonly string[]) {
-  return db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids);
-}
+export const customersQuery = template(['value', 'list'], (db: Executor, teamId: string, ids: readonly string[]) =>
+  db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids),
+);
 
 export async function updateCustomer(
   db: Executor,

@@ -1,10 +1,13 @@
 import { deferWrite, type Executor } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
+import { template } from '../../db/templates.ts';
 
 /** An event written in a transaction that reads nothing of it back (deferWrite: no round trip of its own). */
 export async function writeEvent(db: Executor, row: NewRow<'events'>): Promise<void> {
-  await deferWrite(db, db.insertInto('events').values(row));
+  await deferWrite(db, insertEventQuery(db, row));
 }
+
+const insertEventQuery = template(['row'], (db: Executor, row: NewRow<'events'>) => db.insertInto('events').values(row));
 
 export async function findEvent(db: Executor, teamId: string, id: string): Promise<Row<'events'> | undefined> {
   return db.selectFrom('events').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();

@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
+import { firstRow, template } from '../../db/templates.ts';
 
 export async function insertFulfillment(db: Executor, row: NewRow<'fulfillments'>): Promise<Row<'fulfillments'>> {
   return db.insertInto('fulfillments').values(row).returningAll().executeTakeFirstOrThrow();
@@ -7,8 +8,12 @@ export async function insertFulfillment(db: Executor, row: NewRow<'fulfillments'
 
 /** One fulfillment per order (unique index): a second completion path inserts nothing. */
 export async function insertFulfillmentOnce(db: Executor, row: NewRow<'fulfillments'>): Promise<Row<'fulfillments'> | undefined> {
-  return db.insertInto('fulfillments').values(row).onConflict((oc) => oc.column('order_id').doNothing()).returningAll().executeTakeFirst();
+  return firstRow(db, insertFulfillmentOnceQuery(db, row));
 }
+
+const insertFulfillmentOnceQuery = template(['row'], (db: Executor, row: NewRow<'fulfillments'>) =>
+  db.insertInto('fulfillments').values(row).onConflict((oc) => oc.column('order_id').doNothing()).returningAll(),
+);
 
 export async function findFulfillment(db: Executor, teamId: string, id: string): Promise<Row<'fulfillments'> | undefined> {
   return db.selectFrom('fulfillments').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext } from '../../db/database.ts';
+import { firstRow, template } from '../../db/templates.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
@@ -15,8 +16,10 @@ export async function insertTransaction(db: Executor, row: NewRow<'transactions'
  */
 export function insertTransactionWithNext(db: Executor, row: NewRow<'transactions'>): Promise<Row<'transactions'>> {
   // An insert that succeeds returns its row.
-  return firstWithNext(db, db.insertInto('transactions').values(row).returningAll()) as Promise<Row<'transactions'>>;
+  return firstWithNext(db, insertTransactionQuery(db, row)) as Promise<Row<'transactions'>>;
 }
+
+const insertTransactionQuery = template(['row'], (db: Executor, row: NewRow<'transactions'>) => db.insertInto('transactions').values(row).returningAll());
 
 export async function updateTransaction(db: Executor, teamId: string, id: string, patch: RowPatch<'transactions'>): Promise<Row<'transactions'>> {
   return db.updateTable('transactions').set(patch).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
@@ -80,17 +83,19 @@ export async function insertPaymentMethod(db: Executor, row: NewRow<'payment_met
  * its own, and nothing is read back (the caller holds its id). If it fails, so does that statement.
  */
 export async function deferPaymentMethod(db: Executor, row: NewRow<'payment_methods'>): Promise<void> {
-  await deferWrite(db, db.insertInto('payment_methods').values(row));
+  await deferWrite(db, insertPaymentMethodQuery(db, row));
 }
 
+const insertPaymentMethodQuery = template(['row'], (db: Executor, row: NewRow<'payment_methods'>) => db.insertInto('payment_methods').values(row));
+
 export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {
-  return paymentMethodQuery(db, teamId, id).executeTakeFirst();
+  return firstRow(db, paymentMethodQuery(db, teamId, id));
 }
 
 /** A saved payment method, as a query to send with others (readTogether). */
-export function paymentMethodQuery(db: Executor, teamId: string, id: string) {
-  return db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id);
-}
+export const paymentMethodQuery = template(['value', 'value'], (db: Executor, teamId: string, id: string) =>
+  db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id),
+);
 
 export async function findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string): Promise<Row<'transactions'> | undefined> {
   return db
@@ -262,15 +267,12 @@ export async function updatePaymentMethod(db: Executor, teamId: string, id: stri
  * Undefined when another path (the recovery run, or the request that made it) recorded it first.
  */
 export async function closeAttempt(db: Executor, teamId: string, id: string, patch: RowPatch<'transactions'>): Promise<Row<'transactions'> | undefined> {
-  return db
-    .updateTable('transactions')
-    .set({ ...patch, in_flight: false })
-    .where('team_id', '=', teamId)
-    .where('id', '=', id)
-    .where('in_flight', '=', true)
-    .returningAll()
-    .executeTakeFirst();
+  return firstRow(db, closeAttemptQuery(db, { ...patch, in_flight: false }, teamId, id));
 }
+
+const closeAttemptQuery = template(['row', 'value', 'value'], (db: Executor, set: RowPatch<'transactions'>, teamId: string, id: string) =>
+  db.updateTable('transactions').set(set).where('team_id', '=', teamId).where('id', '=', id).where('in_flight', '=', true).returningAll(),
+);
 
 export async function findInFlight(db: Executor, teamId: string, orderId: string, step: string): Promise<Row<'transactions'> | undefined> {
   return db.selectFrom('transactions').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('step', '=', step).where('in_flight', '=', true).executeTakeFirst();

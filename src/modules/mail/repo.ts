@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { deferWrite, type Executor } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
+import { template } from '../../db/templates.ts';
 
 /**
  * A mail queued in the transaction of the event that asks for it; a second insert for the same
@@ -8,8 +9,12 @@ import type { NewRow, Row } from '../../db/schema.ts';
  * statement or its COMMIT (deferWrite).
  */
 export async function insertMailOnce(db: Executor, row: NewRow<'mail_messages'>): Promise<void> {
-  await deferWrite(db, db.insertInto('mail_messages').values(row).onConflict((oc) => oc.columns(['event_id', 'kind']).doNothing()));
+  await deferWrite(db, insertMailOnceQuery(db, row));
 }
+
+const insertMailOnceQuery = template(['row'], (db: Executor, row: NewRow<'mail_messages'>) =>
+  db.insertInto('mail_messages').values(row).onConflict((oc) => oc.columns(['event_id', 'kind']).doNothing()),
+);
 
 /**
  * Claims up to `limit` due mails for one worker: a lease in `locked_until`, taken in a single
@@ -31,13 +36,17 @@ export async function claimDueMail(db: Executor, limit: number, leaseMs: number)
 }
 
 export async function markMailSent(db: Executor, id: string, sent: { transport: string; ref: string }): Promise<void> {
-  await db
+  await db.executeQuery(markMailSentQuery(db, id, sent.transport, sent.ref));
+}
+
+const markMailSentQuery = template(['value', 'value', 'value'], (db: Executor, id: string, transport: string, ref: string) =>
+  db
     .updateTable('mail_messages')
     .set({
       status: 'sent',
       attempt_count: sql`attempt_count + 1`,
-      transport: sent.transport,
-      transport_ref: sent.ref,
+      transport,
+      transport_ref: ref,
       sent_at: sql`now()`,
       next_attempt_at: null,
       locked_until: null,
@@ -45,9 +54,8 @@ export async function markMailSent(db: Executor, id: string, sent: { transport: 
       updated_at: sql`now()`,
     })
     .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .execute();
-}
+    .where('status', '=', 'pending'),
+);
 
 /** A check of the mail's kind said not to send it: it is never sent, and `last_error` says why. */
 export async function markMailCancelled(db: Executor, id: string, reason: string): Promise<void> {

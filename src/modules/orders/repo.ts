@@ -1,5 +1,6 @@
 import { type Compilable, type OperationNodeSource, sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext, readTogether, sendWithNext } from '../../db/database.ts';
+import { allRows, firstRow, template } from '../../db/templates.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { IdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
@@ -76,13 +77,17 @@ export function insertNewLeadQuery(
 }
 
 export async function findOrder(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<Row<'orders'> | undefined> {
-  return findOrderQuery(db, teamId, id, opts).executeTakeFirst();
+  return firstRow(db, findOrderQuery(db, teamId, id, opts));
 }
 
 function findOrderQuery(db: Executor, teamId: string, id: string, opts: { forUpdate?: boolean } = {}) {
-  const q = db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id);
-  return opts.forUpdate ? q.forUpdate() : q;
+  return opts.forUpdate ? orderForUpdate(db, teamId, id) : orderByKey(db, teamId, id);
 }
+
+const orderByKey = template(['value', 'value'], (db: Executor, teamId: string, id: string) => db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id));
+const orderForUpdate = template(['value', 'value'], (db: Executor, teamId: string, id: string) =>
+  db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id).forUpdate(),
+);
 
 /**
  * The order's row lock, taken with the next statement the transaction sends (sendWithNext): for a
@@ -163,10 +168,15 @@ export async function updateHeldOrder(db: Executor, held: Row<'orders'>, patch: 
   }
   // Two deferred writes into different tables: the driver sends them as one statement, with the
   // deferred writes around them (the outbox event, its deliveries, the mail row).
-  if (events.length > 0) await deferWrite(db, db.insertInto('order_events').values(events));
-  await deferWrite(db, db.updateTable('orders').set(set).where('team_id', '=', held.team_id).where('id', '=', held.id));
+  if (events.length > 0) await deferWrite(db, insertEventsQuery(db, events));
+  await deferWrite(db, updateOrderByKey(db, set, held.team_id, held.id));
   return { ...held, ...set } as Row<'orders'>;
 }
+
+const insertEventsQuery = template(['rows'], (db: Executor, events: NewRow<'order_events'>[]) => db.insertInto('order_events').values(events));
+const updateOrderByKey = template(['row', 'value', 'value'], (db: Executor, set: RowPatch<'orders'>, teamId: string, id: string) =>
+  db.updateTable('orders').set(set).where('team_id', '=', teamId).where('id', '=', id),
+);
 
 /**
  * Lines and timeline rows of a new order in one statement. `withNext`: sent with the transaction's
@@ -207,27 +217,30 @@ export function insertLinesQuery(db: Executor, lines: NewRow<'order_lines'>[]) {
  * see each other's rows; in `seq` order.
  */
 export async function addLineReadingLines(db: Executor, teamId: string, line: NewRow<'order_lines'>): Promise<{ added: Row<'order_lines'>; lines: Row<'order_lines'>[] }> {
-  const lines = await db
+  const lines = await allRows(db, addLineReadingLinesQuery(db, line, teamId, line.order_id));
+  return { added: lines.find((l) => l.id === line.id)!, lines };
+}
+
+const addLineReadingLinesQuery = template(['row', 'value', 'value'], (db: Executor, line: NewRow<'order_lines'>, teamId: string, orderId: string) =>
+  db
     .with('added', (w) => w.insertInto('order_lines').values(line).returningAll())
     .selectFrom('order_lines')
     .selectAll()
     .where('team_id', '=', teamId)
-    .where('order_id', '=', line.order_id)
+    .where('order_id', '=', orderId)
     .unionAll((eb) => eb.selectFrom('added').selectAll())
-    .orderBy('seq')
-    .execute();
-  return { added: lines.find((l) => l.id === line.id)!, lines };
-}
+    .orderBy('seq'),
+);
 
 export async function linesOf(db: Executor, teamId: string, orderIds: readonly string[]): Promise<Row<'order_lines'>[]> {
   if (orderIds.length === 0) return [];
-  return linesQuery(db, teamId, orderIds).execute();
+  return allRows(db, linesQuery(db, teamId, orderIds));
 }
 
 /** The lines of some orders, as a query to send with others (readTogether); `orderIds` not empty. */
-export function linesQuery(db: Executor, teamId: string, orderIds: readonly string[]) {
-  return db.selectFrom('order_lines').selectAll().where('team_id', '=', teamId).where('order_id', 'in', orderIds).orderBy('seq');
-}
+export const linesQuery = template(['value', 'list'], (db: Executor, teamId: string, orderIds: readonly string[]) =>
+  db.selectFrom('order_lines').selectAll().where('team_id', '=', teamId).where('order_id', 'in', orderIds).orderBy('seq'),
+);
 
 export async function insertEvents(db: Executor, events: NewRow<'order_events'>[]): Promise<void> {
   if (events.length > 0) await db.insertInto('order_events').values(events).execute();
@@ -302,17 +315,19 @@ export async function listOrders(db: Executor, teamId: string, f: OrderFilter): 
 }
 
 export async function findOrderUpsell(db: Executor, teamId: string, orderId: string, upsellId: string): Promise<Row<'order_upsells'> | undefined> {
-  return orderUpsellQuery(db, teamId, orderId, upsellId).executeTakeFirst();
+  return firstRow(db, orderUpsellQuery(db, teamId, orderId, upsellId));
 }
 
 /** An order's claim on one upsell, as a query to send with others (readTogether). */
-export function orderUpsellQuery(db: Executor, teamId: string, orderId: string, upsellId: string) {
-  return db.selectFrom('order_upsells').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('upsell_id', '=', upsellId);
-}
+export const orderUpsellQuery = template(['value', 'value', 'value'], (db: Executor, teamId: string, orderId: string, upsellId: string) =>
+  db.selectFrom('order_upsells').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('upsell_id', '=', upsellId),
+);
 
 export async function insertOrderUpsell(db: Executor, row: NewRow<'order_upsells'>): Promise<void> {
-  await deferWrite(db, db.insertInto('order_upsells').values(row));
+  await deferWrite(db, insertOrderUpsellQuery(db, row));
 }
+
+const insertOrderUpsellQuery = template(['row'], (db: Executor, row: NewRow<'order_upsells'>) => db.insertInto('order_upsells').values(row));
 
 /**
  * Moves an upsell claim to a new status only from one of `from` (its table's sources for that
@@ -328,20 +343,18 @@ export async function moveOrderUpsellWithNext(
   patch: RowPatch<'order_upsells'> & { status: Row<'order_upsells'>['status'] },
   refusal: { message: string; mapError: (err: unknown) => unknown },
 ): Promise<void> {
-  const moved = db
-    .with('moved', (w) =>
-      w
-        .updateTable('order_upsells')
-        .set({ ...patch, updated_at: new Date() })
-        .where('team_id', '=', teamId)
-        .where('id', '=', id)
-        .where('status', 'in', [...from])
-        .returning('id'),
-    )
-    .selectFrom('moved')
-    .select(sql<number>`checkstand_expect_rows(count(*), 1, ${refusal.message})`.as('moved'));
+  const moved = moveOrderUpsellQuery(db, { ...patch, updated_at: new Date() }, teamId, id, from, refusal.message);
   await deferWrite(db, moved, { mapError: refusal.mapError });
 }
+
+const moveOrderUpsellQuery = template(
+  ['row', 'value', 'value', 'list', 'value'],
+  (db: Executor, set: RowPatch<'order_upsells'>, teamId: string, id: string, from: ReadonlyArray<Row<'order_upsells'>['status']>, refusal: string) =>
+    db
+      .with('moved', (w) => w.updateTable('order_upsells').set(set).where('team_id', '=', teamId).where('id', '=', id).where('status', 'in', from).returning('id'))
+      .selectFrom('moved')
+      .select(sql<number>`checkstand_expect_rows(count(*), 1, ${refusal})`.as('moved')),
+);
 
 /** False when the claim is gone (released as an orphan): the caller must not charge for it. */
 export async function finishOrderUpsell(db: Executor, teamId: string, id: string, patch: RowPatch<'order_upsells'>): Promise<boolean> {

@@ -1,5 +1,6 @@
 import { type InsertObject, type SqlBool, sql, type UpdateObject } from 'kysely';
 import { deferWrite, type Executor } from '../../db/database.ts';
+import { allRows, template } from '../../db/templates.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 /** One page of a list: rows strictly after the cursor row, newest first, `limit + 1` of them. */
@@ -82,8 +83,12 @@ export async function failingSince(db: Executor, teamId: string, endpointId: str
 export async function insertDeliveries(db: Executor, rows: InsertObject<DB, 'webhook_deliveries'>[]): Promise<void> {
   if (rows.length === 0) return;
   // No answer needed: sent with the transaction's next statement or its COMMIT (deferWrite).
-  await deferWrite(db, db.insertInto('webhook_deliveries').values(rows).onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing()));
+  await deferWrite(db, insertDeliveriesQuery(db, rows));
 }
+
+const insertDeliveriesQuery = template(['rows'], (db: Executor, rows: InsertObject<DB, 'webhook_deliveries'>[]) =>
+  db.insertInto('webhook_deliveries').values(rows).onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing()),
+);
 
 /** A delivery claimed by one worker, with everything needed to send it. */
 export interface ClaimedDelivery {
@@ -168,27 +173,30 @@ export interface AttemptRecord {
  * ran out, and owns its state; the attempt row is written all the same).
  */
 export async function recordAttempt(db: Executor, a: AttemptRecord): Promise<boolean> {
-  const succeeded = a.outcome.kind === 'succeeded';
-  const retryInMs = a.outcome.kind === 'retry' ? Math.max(0, Math.round(a.outcome.retryInMs)) : 0;
-  const r = await sql<{ held: number }>`
+  const { outcome, ...record } = a;
+  const succeeded = outcome.kind === 'succeeded';
+  const retryInMs = outcome.kind === 'retry' ? Math.max(0, Math.round(outcome.retryInMs)) : 0;
+  const [row] = await allRows(db, recordAttemptQuery(db, { ...record, succeeded, retryInMs }));
+  return (row?.held ?? 0) > 0;
+}
+
+const recordAttemptQuery = template(['row'], (_db: Executor, a: Omit<AttemptRecord, 'outcome'> & { succeeded: boolean; retryInMs: number }) => sql<{ held: number }>`
     WITH attempt AS (
       INSERT INTO webhook_attempts (id, team_id, delivery_id, attempt, status_code, duration_ms, response_body, error)
       VALUES (${a.attemptId}, ${a.teamId}, ${a.deliveryId}, ${a.attempt}, ${a.statusCode}::int, ${a.durationMs}, ${a.responseBody}::text, ${a.error}::text)
     ), delivery AS (
       UPDATE webhook_deliveries
       SET attempt_count = ${a.attempt}, last_status_code = ${a.statusCode}::int, last_error = ${a.error}::text, locked_until = NULL, updated_at = now(),
-          status = CASE WHEN ${succeeded}::boolean THEN 'succeeded' ELSE status END,
-          next_attempt_at = CASE WHEN ${succeeded}::boolean OR status <> 'pending' THEN NULL ELSE now() + ${retryInMs}::int * interval '1 millisecond' END
+          status = CASE WHEN ${a.succeeded}::boolean THEN 'succeeded' ELSE status END,
+          next_attempt_at = CASE WHEN ${a.succeeded}::boolean OR status <> 'pending' THEN NULL ELSE now() + ${a.retryInMs}::int * interval '1 millisecond' END
       WHERE team_id = ${a.teamId} AND id = ${a.deliveryId} AND locked_until = ${a.lease}::timestamptz
       RETURNING id
     ), endpoint AS (
       UPDATE webhook_endpoints SET consecutive_failures = 0, updated_at = now()
-      WHERE ${succeeded}::boolean AND team_id = ${a.teamId} AND id = ${a.endpointId} AND is_active AND consecutive_failures > 0
+      WHERE ${a.succeeded}::boolean AND team_id = ${a.teamId} AND id = ${a.endpointId} AND is_active AND consecutive_failures > 0
         AND EXISTS (SELECT 1 FROM delivery)
     )
-    SELECT count(*)::int AS held FROM delivery`.execute(db);
-  return (r.rows[0]?.held ?? 0) > 0;
-}
+    SELECT count(*)::int AS held FROM delivery`);
 
 export type DeliveryWithType = Row<'webhook_deliveries'> & { event_type: string };
 
