@@ -32,11 +32,18 @@ function failed(err: unknown): Exchange {
  * fraction of what it cost through `fetch` (issue 13).
  */
 export const undiciTransport: ProviderTransport = async (url, req) => {
+  // A timer cleared when the exchange ends, not AbortSignal.timeout(): that one's timer stays and
+  // fires long after every answered call, building a DOMException each time (≈ 0.3% of the API
+  // thread on the card funnel).
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), req.timeoutMs);
   try {
-    const res = await request(url, { method: req.method, headers: req.headers, body: req.body, signal: AbortSignal.timeout(req.timeoutMs) });
+    const res = await request(url, { method: req.method, headers: req.headers, body: req.body, signal: controller.signal });
     return { ok: true, status: res.statusCode, body: await res.body.text() };
   } catch (err) {
     return failed(err);
+  } finally {
+    clearTimeout(timer);
   }
 };
 
