@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { countSocketWrites } from '../src/db/socket-writes.ts';
+import { templateCounts } from '../src/db/templates.ts';
 import { email } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
@@ -80,6 +81,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof query;
     counting = true;
+    const { built, reused } = templateCounts;
     try {
       await funnel();
     } finally {
@@ -114,5 +116,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     expect(statements).toBeLessThanOrEqual(32);
     expect(writes).toBeLessThanOrEqual(15);
     expect(writes).toBeLessThanOrEqual(statements - 16);
+    // The hot statements are compiled once (src/db/templates.ts): the first funnel built them, this
+    // one only bound its values: 33 template calls (some of the 32 statements carry deferred writes as CTEs).
+    expect(templateCounts.built - built).toBe(0);
+    expect(templateCounts.reused - reused).toBeGreaterThanOrEqual(33);
   });
 });

@@ -44,6 +44,9 @@ class Slot {
 /** The argument kinds of each template, checked by the tests' verifying mode (below). */
 const VERIFY = process.env.CHECKSTAND_VERIFY_TEMPLATES === '1' || (process.env.CHECKSTAND_VERIFY_TEMPLATES !== '0' && Boolean(process.env.VITEST));
 
+/** How many calls built a template's statement, and how many reused one (the tests read it). */
+export const templateCounts = { built: 0, reused: 0 };
+
 /** Shapes each template keeps at most (a row's keys vary with the call site's optional columns; a list's length with its data). */
 const SHAPES_MAX = 64;
 
@@ -70,7 +73,9 @@ export function template<A extends unknown[], O>(kinds: { [K in keyof A]: ArgKin
       return { compile: () => built };
     }
     let compiled = shapes.get(shape);
-    if (!compiled) {
+    if (compiled) templateCounts.reused++;
+    else {
+      templateCounts.built++;
       compiled = compileTemplate(kinds, args, compileWith(db, build(db, ...(slotted(kinds, args) as A))));
       if (shapes.size >= SHAPES_MAX) shapes.clear();
       shapes.set(shape, compiled);

@@ -50,9 +50,16 @@ export class CustomersService {
     return repo.upsertCustomer(db, this.customerRow(teamId, input));
   }
 
-  /** upsertByEmail as a query, for a statement of the orders module to run as its CTE (a new lead's); its row is read back by fromJson. */
-  upsertByEmailQuery(db: Executor, teamId: string, input: CustomerInput) {
-    return repo.upsertCustomerQuery(db, this.customerRow(teamId, input));
+  /**
+   * upsertByEmail as a query of a customer's row (newRow), for a statement of the orders module to
+   * run as its CTE (a new lead's); its row is read back by fromJson. One function for the process:
+   * the statement is built once (a template, src/db/templates.ts).
+   */
+  readonly upsertRowQuery = repo.upsertCustomerQuery;
+
+  /** A new customer's row for upsertRowQuery. */
+  newRow(teamId: string, input: CustomerInput) {
+    return this.customerRow(teamId, input);
   }
 
   /** A customer's row as another module's statement answered it, as JSON (`to_jsonb`). */

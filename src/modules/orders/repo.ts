@@ -33,46 +33,62 @@ export type NewLeadLine = Omit<NewRow<'order_lines'>, 'order_id'>;
  */
 export function insertNewLeadQuery(
   db: Executor,
-  customerUpsert: OperationNodeSource & Compilable<Row<'customers'>>,
+  upsertCustomer: CustomerUpsert,
+  customer: NewRow<'customers'>,
   row: Omit<NewRow<'orders'>, 'customer_id'>,
   lines: NewLeadLine[],
   event: { id: string; type: string; data: Record<string, unknown> },
 ) {
-  return (
-    db
-      .with('customer', () => customerUpsert as never)
-      .with('order', (q) =>
-        q
-          .insertInto('orders')
-          .values({ ...row, customer_id: sql<string>`(select "id" from "customer")` })
-          // A literal, not a parameter: a prepared statement cannot match a parameter to the partial index's predicate (42P10).
-          .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', sql.lit('lead')).doNothing())
-          .returningAll(),
-      )
-      // One parameter for all the lines (a JSON array read as order_lines rows), so the statement's
-      // text, and its prepared statement, is the same for any number of lines; in the array's order.
-      .with('lines', (q) =>
-        q
-          .insertInto('order_lines')
-          .columns(['id', 'team_id', 'order_id', 'offer_id', 'product_id', 'upsell_id', 'name', 'quantity', 'unit_price', 'shipping', 'line_total', 'billing_type', 'fulfillment_type'])
-          .expression(
-            sql`select l.id, l.team_id, o.id, l.offer_id, l.product_id, l.upsell_id, l.name, l.quantity, l.unit_price, l.shipping, l.line_total, l.billing_type, l.fulfillment_type
-                from "order" o cross join json_populate_recordset(null::order_lines, ${JSON.stringify(lines)}::json) with ordinality as l
-                order by l.ordinality`,
-          ),
-      )
-      // The customer's number is the upsert's (an existing customer keeps theirs), so the timeline
-      // row's data takes it from the order's row.
-      .with('timeline', (q) =>
-        q
-          .insertInto('order_events')
-          .columns(['id', 'team_id', 'order_id', 'type', 'data'])
-          .expression(sql`select ${event.id}, o.team_id, o.id, ${event.type}, ${JSON.stringify(event.data)}::jsonb || jsonb_build_object('customer_number', o.customer_id) from "order" o`),
-      )
-      .selectFrom(sql<Row<'customers'>>`"customer"`.as('c'))
-      .leftJoin('order as o', (j) => j.onTrue())
-      .selectAll('o')
-      .select(sql<Record<string, unknown>>`to_jsonb(c)`.as('customer_row'))
+  let lead = NEW_LEAD.get(upsertCustomer);
+  if (!lead) NEW_LEAD.set(upsertCustomer, (lead = newLeadTemplate(upsertCustomer)));
+  // The lines and the event's data as one JSON parameter each: the statement's text is the same for any number of lines.
+  return lead(db, customer, row, JSON.stringify(lines), event.id, event.type, JSON.stringify(event.data));
+}
+
+/** The customers module's upsert of a customer's row, as a query (its table is its own). */
+export type CustomerUpsert = (db: Executor, row: NewRow<'customers'>) => OperationNodeSource & Compilable<Row<'customers'>>;
+
+/** The new lead's statement per customer upsert (one in practice: the customers module's). */
+const NEW_LEAD = new WeakMap<CustomerUpsert, ReturnType<typeof newLeadTemplate>>();
+
+function newLeadTemplate(upsertCustomer: CustomerUpsert) {
+  return template(
+    ['row', 'row', 'value', 'value', 'value', 'value'],
+    (db: Executor, customer: NewRow<'customers'>, row: Omit<NewRow<'orders'>, 'customer_id'>, linesJson: string, eventId: string, eventType: string, eventDataJson: string) =>
+      db
+        .with('customer', () => upsertCustomer(db, customer) as never)
+        .with('order', (q) =>
+          q
+            .insertInto('orders')
+            .values({ ...row, customer_id: sql<string>`(select "id" from "customer")` })
+            // A literal, not a parameter: a prepared statement cannot match a parameter to the partial index's predicate (42P10).
+            .onConflict((oc) => oc.columns(['team_id', 'campaign_id', 'customer_id']).where('status', '=', sql.lit('lead')).doNothing())
+            .returningAll(),
+        )
+        // One parameter for all the lines (a JSON array read as order_lines rows), so the statement's
+        // text, and its prepared statement, is the same for any number of lines; in the array's order.
+        .with('lines', (q) =>
+          q
+            .insertInto('order_lines')
+            .columns(['id', 'team_id', 'order_id', 'offer_id', 'product_id', 'upsell_id', 'name', 'quantity', 'unit_price', 'shipping', 'line_total', 'billing_type', 'fulfillment_type'])
+            .expression(
+              sql`select l.id, l.team_id, o.id, l.offer_id, l.product_id, l.upsell_id, l.name, l.quantity, l.unit_price, l.shipping, l.line_total, l.billing_type, l.fulfillment_type
+                  from "order" o cross join json_populate_recordset(null::order_lines, ${linesJson}::json) with ordinality as l
+                  order by l.ordinality`,
+            ),
+        )
+        // The customer's number is the upsert's (an existing customer keeps theirs), so the timeline
+        // row's data takes it from the order's row.
+        .with('timeline', (q) =>
+          q
+            .insertInto('order_events')
+            .columns(['id', 'team_id', 'order_id', 'type', 'data'])
+            .expression(sql`select ${eventId}, o.team_id, o.id, ${eventType}, ${eventDataJson}::jsonb || jsonb_build_object('customer_number', o.customer_id) from "order" o`),
+        )
+        .selectFrom(sql<Row<'customers'>>`"customer"`.as('c'))
+        .leftJoin('order as o', (j) => j.onTrue())
+        .selectAll('o')
+        .select(sql<Record<string, unknown>>`to_jsonb(c)`.as('customer_row')),
   );
 }
 

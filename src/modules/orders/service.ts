@@ -341,9 +341,10 @@ export class OrdersService {
     for (let attempt = 0; attempt < 2; attempt++) {
       const orderId = newId('order');
       const inserted = await this.store.run(async (db) => {
-        const upsert = this.customers.upsertByEmailQuery(db, teamId, { email: body.customer!.email!, first_name: body.customer?.first_name, last_name: body.customer?.last_name, phone: body.phone });
+        const customer = this.customers.newRow(teamId, { email: body.customer!.email!, first_name: body.customer?.first_name, last_name: body.customer?.last_name, phone: body.phone });
         const event = { id: newId('orderEvent'), type: 'lead.created', data: { campaign_id: campaign.id, is_throttled: row.is_throttle } };
-        return repo.insertNewLeadQuery(db, upsert, { ...row, id: orderId }, drafts, event).executeTakeFirstOrThrow();
+        // One row whatever happens: the customer's upsert always answers its row.
+        return (await db.executeQuery(repo.insertNewLeadQuery(db, this.customers.upsertRowQuery, customer, { ...row, id: orderId }, drafts, event))).rows[0]!;
       });
       const { customer_row: customerJson, ...order } = inserted;
       const customer = this.customers.fromJson(customerJson);
