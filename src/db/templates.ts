@@ -69,8 +69,7 @@ export function template<A extends unknown[], O>(kinds: { [K in keyof A]: ArgKin
     const shape = shapeOf(kinds, args);
     if (shape === null) {
       // An expression among the values: built as it is.
-      const built = compileWith(db, build(db, ...args));
-      return { compile: () => built };
+      return new Bound(compileWith(db, build(db, ...args)));
     }
     let compiled = shapes.get(shape);
     if (compiled) templateCounts.reused++;
@@ -81,11 +80,25 @@ export function template<A extends unknown[], O>(kinds: { [K in keyof A]: ArgKin
       shapes.set(shape, compiled);
     }
     const values = slotValues(kinds, args);
-    const parameters = compiled.sources.map((s) => (s instanceof Slot ? values[s.index] : s.constant));
+    const sources = compiled.sources;
+    const parameters = new Array<unknown>(sources.length);
+    for (let i = 0; i < sources.length; i++) {
+      const source = sources[i]!;
+      parameters[i] = source instanceof Slot ? values[source.index] : source.constant;
+    }
     const query: CompiledQuery<O> = { sql: compiled.sql, query: compiled.query, queryId: compiled.queryId, parameters };
     if (VERIFY) verify(query, compileWith(db, build(db, ...args)));
-    return { compile: () => query };
+    return new Bound(query);
   };
+}
+
+/** A template's statement with its values: what every helper taking a query takes (a Compilable). */
+class Bound<O> implements Compilable<O> {
+  constructor(private readonly compiled: CompiledQuery<O>) {}
+
+  compile(): CompiledQuery<O> {
+    return this.compiled;
+  }
 }
 
 /** A query builder compiles with its own executor; a raw sql`` template with the handle's. */
@@ -145,18 +158,21 @@ function isExpression(value: unknown): boolean {
 
 /** The call's values, in slot order: each `value`, each element of a `list`, each defined property of a `row` (and of each of `rows`). */
 function slotValues(kinds: readonly ArgKind[], args: readonly unknown[]): unknown[] {
+  // Plain loops: this runs on every call of every template.
   const values: unknown[] = [];
-  const pushRow = (row: Record<string, unknown>) => {
-    for (const key in row) if (row[key] !== undefined) values.push(row[key]);
-  };
   for (let i = 0; i < kinds.length; i++) {
     const arg = args[i];
-    if (kinds[i] === 'value') values.push(arg);
-    else if (kinds[i] === 'list') values.push(...(arg as unknown[]));
-    else if (kinds[i] === 'row') pushRow(arg as Record<string, unknown>);
-    else for (const row of arg as Record<string, unknown>[]) pushRow(row);
+    const kind = kinds[i];
+    if (kind === 'value') values.push(arg);
+    else if (kind === 'list') for (const v of arg as unknown[]) values.push(v);
+    else if (kind === 'row') pushRow(values, arg as Record<string, unknown>);
+    else for (const row of arg as Record<string, unknown>[]) pushRow(values, row);
   }
   return values;
+}
+
+function pushRow(values: unknown[], row: Record<string, unknown>): void {
+  for (const key in row) if (row[key] !== undefined) values.push(row[key]);
 }
 
 /** The arguments with a Slot in place of each value, numbered as slotValues() lists them. */

@@ -80,14 +80,20 @@ export async function failingSince(db: Executor, teamId: string, endpointId: str
 
 // ---- deliveries
 
-export async function insertDeliveries(db: Executor, rows: InsertObject<DB, 'webhook_deliveries'>[]): Promise<void> {
+/** New deliveries, each due at once (its `next_attempt_at` is the statement's `now()`). */
+export async function insertDeliveries(db: Executor, rows: NewDelivery[]): Promise<void> {
   if (rows.length === 0) return;
   // No answer needed: sent with the transaction's next statement or its COMMIT (deferWrite).
   await deferWrite(db, insertDeliveriesQuery(db, rows));
 }
 
-const insertDeliveriesQuery = template(['rows'], (db: Executor, rows: InsertObject<DB, 'webhook_deliveries'>[]) =>
-  db.insertInto('webhook_deliveries').values(rows).onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing()),
+type NewDelivery = Omit<InsertObject<DB, 'webhook_deliveries'>, 'next_attempt_at'>;
+
+const insertDeliveriesQuery = template(['rows'], (db: Executor, rows: NewDelivery[]) =>
+  db
+    .insertInto('webhook_deliveries')
+    .values(rows.map((row) => ({ ...row, next_attempt_at: sql<Date>`now()` })))
+    .onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing()),
 );
 
 /** A delivery claimed by one worker, with everything needed to send it. */

@@ -146,7 +146,6 @@ export class WebhooksService implements EventSink {
         endpoint_id: endpointId,
         event_id: event.id,
         status: 'pending' as const,
-        next_attempt_at: repo.dueIn(0),
       })),
     );
   }
