@@ -41,7 +41,7 @@ class Slot {
   constructor(readonly index: number) {}
 }
 
-/** The argument kinds of each template, checked by the tests' verifying mode (below). */
+/** Under the tests, every call is also built the ordinary way and must compile the same (verify). */
 const VERIFY = process.env.CHECKSTAND_VERIFY_TEMPLATES === '1' || (process.env.CHECKSTAND_VERIFY_TEMPLATES !== '0' && Boolean(process.env.VITEST));
 
 /** How many calls built a template's statement, and how many reused one (the tests read it). */
