@@ -202,7 +202,7 @@ export async function handedToConnection(trx: Kysely<any>): Promise<void> {
 }
 
 /** A query builder compiles with its own executor; a raw sql`` template with the handle's. */
-function compileWith(db: Kysely<any>, query: Compilable | RawBuilder<unknown>): CompiledQuery {
+export function compileWith<O>(db: Kysely<any>, query: Compilable<O> | RawBuilder<O>): CompiledQuery<O> {
   return 'isRawBuilder' in query ? query.compile(db) : query.compile();
 }
 

@@ -1,4 +1,5 @@
 import { type Compilable, type CompiledQuery, type Kysely, isOperationNodeSource, type RawBuilder } from 'kysely';
+import { compileWith } from './pg-driver.ts';
 
 /*
  * Hot statements built and compiled once (issue 13). Kysely builds a query as a tree of frozen
@@ -99,11 +100,6 @@ class Bound<O> implements Compilable<O> {
   compile(): CompiledQuery<O> {
     return this.compiled;
   }
-}
-
-/** A query builder compiles with its own executor; a raw sql`` template with the handle's. */
-function compileWith<O>(db: Executor, query: Compilable<O> | RawBuilder<O>): CompiledQuery<O> {
-  return 'isRawBuilder' in query ? query.compile(db) : query.compile();
 }
 
 /** The call's shape (what its SQL depends on), or null when a value is an expression. */

@@ -101,10 +101,10 @@ function findOrderQuery(db: Executor, teamId: string, id: string, opts: { forUpd
   return opts.forUpdate ? orderForUpdate(db, teamId, id) : orderByKey(db, teamId, id);
 }
 
-const orderByKey = template(['value', 'value'], (db: Executor, teamId: string, id: string) => db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id));
-const orderForUpdate = template(['value', 'value'], (db: Executor, teamId: string, id: string) =>
-  db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id).forUpdate(),
-);
+const orderQuery = (db: Executor, teamId: string, id: string) => db.selectFrom('orders').selectAll().where('team_id', '=', teamId).where('id', '=', id);
+// Two templates: FOR UPDATE is part of the SQL, not a value.
+const orderByKey = template(['value', 'value'], orderQuery);
+const orderForUpdate = template(['value', 'value'], (db: Executor, teamId: string, id: string) => orderQuery(db, teamId, id).forUpdate());
 
 /**
  * The order's row lock, taken with the next statement the transaction sends (sendWithNext): for a
