@@ -36,7 +36,7 @@ import type { Http } from '../src/app/http.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
-import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
+import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
 import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
 import {
@@ -108,6 +108,9 @@ interface Options {
  * that is still warming up (bench/README.md, "Warm-up").
  */
 const DEFAULT_WARMUP_S = 30;
+
+/** The in-process worker's schedules: the statistics' only (the others have nothing to do in a bench). */
+const BENCH_SCHEDULES = SCHEDULES.filter((s) => s.name === 'analyze-changed-tables');
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -892,8 +895,10 @@ async function main(): Promise<number> {
     receiverThread.postMessage({ type: 'secret', secret: regBody.data.secret });
 
     // The outbox worker on the server's thread, as `checkstand start` / `serve --with-worker` runs it
-    // (with child processes, the primary of `serve --processes N --with-worker` runs it).
-    if (!servers) outboxWorker = startWorker(rt.ctx, logger, { schedules: [] });
+    // (with child processes, the primary of `serve --processes N --with-worker` runs it), with the
+    // one schedule the funnel's speed depends on: the tables' statistics (src/db/maintenance.ts),
+    // which the bench's new database, and the embedded one at any age, would otherwise lack.
+    if (!servers) outboxWorker = startWorker(rt.ctx, logger, { schedules: BENCH_SCHEDULES });
 
     let serverVersion: string | null = null;
     if (kind === 'postgres') {
@@ -1424,7 +1429,7 @@ async function main(): Promise<number> {
             : `server: checkstand serve --processes ${opts.processes} --with-worker (child processes); this process: setup and checks; worker threads: driver, sandbox (${provider.label}), webhook receiver`,
         worker:
           opts.processes === null
-            ? `startWorker(ctx, log, { schedules: [] }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
+            ? `startWorker(ctx, log, { schedules: [${BENCH_SCHEDULES.map((x) => x.name).join(', ')}] }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
             : `the serve primary's worker (default schedules and polling); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`,
       },
       targets: {

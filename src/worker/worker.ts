@@ -2,12 +2,15 @@ import type { Logger } from 'pino';
 import type { AppContext } from '../app/context.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
 import { listen, type WorkListener } from '../db/listen.ts';
+import { ANALYZE_EVERY_MS, analyzeChangedTables } from '../db/maintenance.ts';
 import { ATTEMPT_GRACE_MS } from '../modules/checkout/recover.ts';
 
 export interface Schedule {
   name: string;
   everyMs: number;
   run(ctx: AppContext, log: Logger): Promise<Record<string, unknown>>;
+  /** A run that found nothing to do is logged at debug, not info (a schedule that runs every few seconds). */
+  idle?(result: Record<string, unknown>): boolean;
 }
 
 /**
@@ -84,6 +87,16 @@ export const SCHEDULES: Schedule[] = [
     },
   },
   {
+    // Statistics of the tables that changed (src/db/maintenance.ts): what autovacuum does on
+    // PostgreSQL (sooner, for a new database) and nothing else does on the embedded one.
+    name: 'analyze-changed-tables',
+    everyMs: ANALYZE_EVERY_MS,
+    async run(ctx) {
+      return { ...(await analyzeChangedTables(ctx.store)) };
+    },
+    idle: (result) => Array.isArray(result.analyzed) && result.analyzed.length === 0,
+  },
+  {
     name: 'purge-expired-idempotency-keys',
     everyMs: 15 * 60_000,
     async run(ctx) {
@@ -125,7 +138,7 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
     busy.add(s.name);
     const p = s
       .run(ctx, log)
-      .then((result) => log.info({ schedule: s.name, ...result }, 'schedule ran'))
+      .then((result) => (s.idle?.(result) ? log.debug : log.info).call(log, { schedule: s.name, ...result }, 'schedule ran'))
       .catch((err) =>
         isDatabaseUnavailable(err)
           ? log.warn({ schedule: s.name }, 'schedule skipped: database unavailable (it runs again at its next interval)')
