@@ -144,7 +144,7 @@ describe('table statistics kept current', () => {
       (await sql<{ relname: string; n_mod_since_analyze: string }>`select relname, n_mod_since_analyze from pg_stat_user_tables where relname in ('transactions', 'payment_methods')`.execute(db)).rows,
     );
     expect(analyzedAt.map((r) => Number(r.n_mod_since_analyze))).toEqual([0, 0]);
-    // Nothing changed since: nothing to do (and the worker logs that at debug).
+    // Nothing changed since: nothing to do.
     expect((await analyzeChangedTables(app.store)).analyzed).not.toContain('transactions');
   });
 
