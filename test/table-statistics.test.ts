@@ -61,28 +61,30 @@ describe('table statistics kept current', () => {
    * its own.
    */
   async function planProbe() {
-    const onPostgres = app.store.kind === 'postgres';
-    const client = onPostgres ? new pg.Client({ connectionString: (app.store.pool.options as { connectionString: string }).connectionString }) : undefined;
+    const client =
+      app.store.kind === 'postgres' ? new pg.Client({ connectionString: (app.store.pool.options as { connectionString: string }).connectionString }) : undefined;
     await client?.connect();
+    type PlanRow = { 'QUERY PLAN'?: string };
+    /** The statements in one transaction of the probe's session, with the generic plan forced there; the plan lines they answered. */
     const inSession = async (statements: string[]): Promise<string[]> => {
-      if (client) {
+      const each = async (query: (text: string) => Promise<PlanRow[]>) => {
         const out: string[] = [];
-        for (const text of statements) out.push(...(await client.query<{ 'QUERY PLAN': string }>(text)).rows.map((r) => r['QUERY PLAN'] ?? ''));
+        for (const text of ['set local plan_cache_mode = force_generic_plan', ...statements]) out.push(...(await query(text)).map((r) => r['QUERY PLAN'] ?? ''));
         return out;
+      };
+      if (!client) return app.store.transaction((trx) => each(async (text) => (await sql.raw<PlanRow>(text).execute(trx)).rows));
+      await client.query('begin');
+      try {
+        return await each(async (text) => (await client.query<PlanRow>(text)).rows);
+      } finally {
+        await client.query('commit');
       }
-      return app.store.transaction(async (trx) => {
-        const out: string[] = [];
-        for (const text of statements) out.push(...(await sql.raw<{ 'QUERY PLAN': string }>(text).execute(trx)).rows.map((r) => r['QUERY PLAN'] ?? ''));
-        return out;
-      });
     };
-    if (client) await client.query('set plan_cache_mode = force_generic_plan');
-    const forced = client ? [] : ['set local plan_cache_mode = force_generic_plan'];
     await inSession(Object.entries(BY_KEY).map(([name, s]) => `prepare stats_${name} (${s.types}) as ${s.sql}`));
     const probe = {
       /** The index the cached generic plan scans (or the plan, when it scans none). */
       async index(name: keyof typeof BY_KEY): Promise<string> {
-        const plan = (await inSession([...forced, `explain execute stats_${name} (${BY_KEY[name].args})`])).join('\n');
+        const plan = (await inSession([`explain execute stats_${name} (${BY_KEY[name].args})`])).join('\n');
         return /Index Scan using (\w+)/.exec(plan)?.[1] ?? plan;
       },
       async close() {
