@@ -12,6 +12,7 @@ import {
 import type pg from 'pg';
 import { PipelinedConnection, RELEASE } from './pipelined-connection.ts';
 import { DEFERRED, EARLY } from './statement-marks.ts';
+import { describeOnce } from './row-shapes.ts';
 import { ConnectionStatements, type StatementNames } from './statement-names.ts';
 
 /**
@@ -69,6 +70,8 @@ class PipelinedPostgresDriver implements Driver {
     let connection = this.connections.get(client);
     if (!connection) {
       connection = new PipelinedConnection(client, this.names ? new ConnectionStatements(this.names) : null);
+      // A named statement's result columns, described on its first execution on this client only (row-shapes.ts).
+      if (this.names) describeOnce(client);
       this.connections.set(client, connection);
     }
     return connection;

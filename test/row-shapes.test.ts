@@ -1,0 +1,105 @@
+/**
+ * A named statement's result columns are described once per connection (src/db/row-shapes.ts):
+ * its later executions send no Describe, and their rows still come back whole and typed; a write
+ * without RETURNING (NoData) likewise; a table whose columns change under a prepared `select *`
+ * is refused once (PostgreSQL's own "cached plan must not change result type") and the statement
+ * then comes back with the new column, never parsed with the old description. Embedded, and on
+ * PostgreSQL with TEST_DATABASE_URL. Describe messages are counted on the client sockets.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../src/db/database.ts';
+import { isStalePlan } from '../src/db/statement-names.ts';
+
+const url = process.env.TEST_DATABASE_URL;
+const table = `row_shapes_${process.pid}`;
+
+/** Frontend messages written by node-postgres clients, by type byte ('D' = Describe). */
+let describes = 0;
+const wrapped = new WeakSet<object>();
+const query = pg.Client.prototype.query;
+beforeAll(() => {
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const stream = (this as unknown as { connection?: { stream?: { write: (...a: unknown[]) => boolean } } }).connection?.stream;
+    if (stream && !wrapped.has(stream)) {
+      wrapped.add(stream);
+      const write = stream.write;
+      stream.write = function (this: unknown, ...a: unknown[]) {
+        const chunk = a[0];
+        if (Buffer.isBuffer(chunk) && chunk[0] === 0x44) describes++;
+        return write.apply(this, a);
+      };
+    }
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+});
+afterAll(() => {
+  pg.Client.prototype.query = query;
+});
+
+const databases: [string, string | null][] = [['embedded', null], ...(url ? [['PostgreSQL', url] as [string, string]] : [])];
+
+describe.each(databases)('named statements on the %s database', (_name, databaseUrl) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = databaseUrl
+      ? await openStore({ databaseUrl, dataDir: '.vitest-tmp', poolMax: 1 })
+      : await openStore({ dataDir: '.vitest-tmp', pglite: new PGlite() });
+    await store.run((db) => sql`drop table if exists ${sql.id(table)}`.execute(db));
+    await store.run((db) =>
+      sql`create table ${sql.id(table)} (id int primary key, at timestamptz not null, n bigint not null, amount numeric not null, data jsonb not null, ok boolean not null, note text)`.execute(db),
+    );
+    await store.run((db) =>
+      sql`insert into ${sql.id(table)} values (1, '2026-11-29T10:00:00Z', 42, 12.5, '{"a":[1,2]}', true, null), (2, '2026-11-30T10:00:00Z', 7, 3, '{}', false, 'x')`.execute(db),
+    );
+  });
+  afterAll(async () => {
+    await store?.run((db) => sql`drop table if exists ${sql.id(table)}`.execute(db));
+    await store?.close();
+  });
+  afterEach(() => {
+    describes = 0;
+  });
+
+  const selectOne = (id: number) => store.run((db) => sql<Record<string, unknown>>`select * from ${sql.id(table)} where id = ${id}`.execute(db));
+
+  it('describes a select once: later executions send no Describe and parse their rows with the kept description', async () => {
+    const expected = { id: 1, at: new Date('2026-11-29T10:00:00Z'), n: 42, amount: 12.5, data: { a: [1, 2] }, ok: true, note: null };
+    describes = 0;
+    // 1st: unnamed (a text is named from its second sighting), described; 2nd: prepared, described; then none.
+    for (let i = 0; i < 5; i++) {
+      const r = await selectOne(1);
+      expect(r.rows).toEqual([expected]);
+      expect(r.rows[0]!.at).toBeInstanceOf(Date);
+    }
+    expect(describes).toBe(2);
+    // Another row, no row: the same kept description.
+    expect((await selectOne(2)).rows).toEqual([{ id: 2, at: new Date('2026-11-30T10:00:00Z'), n: 7, amount: 3, data: {}, ok: false, note: 'x' }]);
+    expect((await selectOne(3)).rows).toEqual([]);
+    expect(describes).toBe(2);
+  });
+
+  it('describes a write without RETURNING once (NoData), and counts its rows each time', async () => {
+    describes = 0;
+    for (let i = 0; i < 5; i++) {
+      const r = await store.run((db) => sql`update ${sql.id(table)} set note = ${`v${i}`} where id = ${2}`.execute(db));
+      expect(r.numAffectedRows).toBe(1n);
+      expect(r.rows).toEqual([]);
+    }
+    expect(describes).toBe(2);
+    expect((await selectOne(2)).rows[0]!.note).toBe('v4');
+  });
+
+  it('a column added under a prepared select * is refused once, then described again and returned', async () => {
+    expect((await selectOne(1)).rows[0]).not.toHaveProperty('extra');
+    await store.run((db) => sql`alter table ${sql.id(table)} add column extra text not null default 'e'`.execute(db));
+    const err = await selectOne(1).catch((e: unknown) => e);
+    expect(isStalePlan(err)).toBe(true);
+    describes = 0;
+    for (let i = 0; i < 3; i++) expect((await selectOne(1)).rows[0]).toMatchObject({ id: 1, n: 42, extra: 'e' });
+    // Prepared again under the connection's new name prefix, described once more, then not.
+    expect(describes).toBe(1);
+  });
+});
