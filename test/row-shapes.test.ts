@@ -11,6 +11,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../src/db/database.ts';
+import { PgliteSocket } from '../src/db/pglite-socket.ts';
+import { describeOnce } from '../src/db/row-shapes.ts';
 import { isStalePlan } from '../src/db/statement-names.ts';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -43,10 +45,10 @@ const databases: [string, string | null][] = [['embedded', null], ...(url ? [['P
 
 describe.each(databases)('named statements on the %s database', (_name, databaseUrl) => {
   let store: Store;
+  let pglite: PGlite | undefined;
   beforeAll(async () => {
-    store = databaseUrl
-      ? await openStore({ databaseUrl, dataDir: '.vitest-tmp', poolMax: 1 })
-      : await openStore({ dataDir: '.vitest-tmp', pglite: new PGlite() });
+    pglite = databaseUrl ? undefined : new PGlite();
+    store = databaseUrl ? await openStore({ databaseUrl, dataDir: '.vitest-tmp', poolMax: 1 }) : await openStore({ dataDir: '.vitest-tmp', pglite });
     await store.run((db) => sql`drop table if exists ${sql.id(table)}`.execute(db));
     await store.run((db) =>
       sql`create table ${sql.id(table)} (id int primary key, at timestamptz not null, n bigint not null, amount numeric not null, data jsonb not null, ok boolean not null, note text)`.execute(db),
@@ -101,5 +103,27 @@ describe.each(databases)('named statements on the %s database', (_name, database
     for (let i = 0; i < 3; i++) expect((await selectOne(1)).rows[0]).toMatchObject({ id: 1, n: 42, extra: 'e' });
     // Prepared again under the connection's new name prefix, described once more, then not.
     expect(describes).toBe(1);
+  });
+
+  it('a row that does not match its kept description fails the statement as a stale plan, never misread', async () => {
+    // A name prepared again with other columns behind the client's back (as a pooler could after a
+    // migration): SQL-level PREPARE shares the protocol's statement names.
+    const client = databaseUrl
+      ? new pg.Client({ connectionString: databaseUrl })
+      : new pg.Client({ stream: () => new PgliteSocket(pglite!), host: 'localhost', port: 5432, user: 'postgres', database: 'postgres', password: 'embedded' });
+    await client.connect();
+    try {
+      expect(describeOnce(client)).toBe(true);
+      const named = { name: `rs_${process.pid}`, text: `select id, note from ${table} where id = $1`, values: [2] };
+      for (let i = 0; i < 2; i++) expect((await client.query(named)).rows).toEqual([{ id: 2, note: 'v4' }]);
+      await client.query(`deallocate ${named.name}`);
+      await client.query(`prepare ${named.name}(int) as select id from ${table} where id = $1`);
+      const err = await client.query(named).catch((e: unknown) => e);
+      expect(isStalePlan(err)).toBe(true);
+      // The connection is usable after it.
+      expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -19,7 +19,7 @@ import pg from 'pg';
  * this path; every other query runs node-postgres's own code unchanged. The type parsers kept are
  * the ones registered when the statement was first described (database.ts registers its own at
  * startup, before any query). This reaches into node-postgres's Query and Result internals
- * (`prepare`, `handleRowDescription`, `_result`, `_parsers`, `_prebuiltEmptyResultObject`,
+ * (`prepare`, `handleRowDescription`, `handleDataRow`, `_result`, `_parsers`, `_prebuiltEmptyResultObject`,
  * `_accumulateRows`); `install()` checks they are there and otherwise leaves the driver alone
  * (and `test/row-shapes.test.ts` fails), so a node-postgres upgrade cannot silently misparse.
  */
@@ -50,6 +50,7 @@ interface Queryish {
   callback?: unknown;
   _result: { fields: unknown[]; _parsers: unknown[] | undefined; _prebuiltEmptyResultObject: unknown };
   _accumulateRows?: unknown;
+  _canceledDueToError?: unknown;
   listeners(event: string): unknown[];
 }
 
@@ -66,6 +67,7 @@ function install(): boolean {
     typeof proto.prepare === 'function' &&
     typeof proto.handleRowDescription === 'function' &&
     typeof proto.handleCommandComplete === 'function' &&
+    typeof proto.handleDataRow === 'function' &&
     !!result &&
     '_parsers' in result &&
     '_prebuiltEmptyResultObject' in result &&
@@ -104,6 +106,20 @@ function install(): boolean {
     describing.delete(this);
     const r = this._result;
     state.shapes.set(this.name, { fields: r.fields, parsers: r._parsers, empty: r._prebuiltEmptyResultObject });
+  };
+  // A row whose column count is not its description's: only possible when a kept description is
+  // stale (a pooler prepared the name again after a migration, see README "Prepared statements").
+  // It fails the statement as PostgreSQL's own refusal does, so the connection prepares again.
+  const handleDataRow = proto.handleDataRow as (this: Queryish, msg: { fields: unknown[] }) => void;
+  proto.handleDataRow = function (this: Queryish, msg: { fields: unknown[] }) {
+    if (msg.fields.length !== this._result.fields.length && !this._canceledDueToError) {
+      this._canceledDueToError = Object.assign(
+        new Error(`cached plan must not change result type (a row of ${msg.fields.length} columns for a description of ${this._result.fields.length})`),
+        { code: '0A000' },
+      );
+      return;
+    }
+    handleDataRow.call(this, msg);
   };
   proto.handleCommandComplete = function (this: Queryish, msg: unknown, connection: unknown) {
     const state = describing.get(this);
