@@ -509,6 +509,12 @@ describe('monthToDateVolume', () => {
     );
     expect(lead.status, lead.text).toBe(201);
     const orderId: string = lead.body.data.order_number;
+    // Team B's sale through the same gateway id is on an order of its own (a row cannot name another team's order).
+    const funnelB = await seedFunnel(app, teamB.teamId);
+    const leadB = await track(
+      teamB.api.post('/checkout/leads', { campaign_id: funnelB.campaignId, customer: { email: email('mtd-b') }, products: [{ offer_id: funnelB.offers.serum, quantity: 1 }] }),
+    );
+    expect(leadB.status, leadB.text).toBe(201);
     const gw = await created(teamA.api.post('/v1/gateways', gatewayBody({ name: 'Volume' })));
     const other = await created(teamA.api.post('/v1/gateways', gatewayBody({ name: 'Other volume' })));
 
@@ -537,7 +543,7 @@ describe('monthToDateVolume', () => {
           tx({ amount: 300, type: 'refund' }),
           tx({ amount: 900, created_at: lastMonth }),
           tx({ amount: 4000, gateway_id: other.id }),
-          tx({ amount: 8000, team_id: teamB.teamId }),
+          tx({ amount: 8000, team_id: teamB.teamId, order_id: leadB.body.data.order_number }),
         ])
         .execute(),
     );
