@@ -14,7 +14,7 @@ import pg from 'pg';
  * RETURNING), later executions on that connection leave Describe out, and their results take the
  * fields, parsers and empty row kept from that first answer.
  *
- * Only connections that opt in (`describeOnce(client)`, done by ConnectionStatements) and only
+ * Only connections that opt in (`describeOnce(client)`, done by pg-driver.ts for every client when statements are named) and only
  * plain named statements (no `rows` paging, no binary results, no per-query type parsers) take
  * this path; every other query runs node-postgres's own code unchanged. The type parsers kept are
  * the ones registered when the statement was first described (database.ts registers its own at
@@ -152,9 +152,4 @@ export function describeOnce(client: pg.ClientBase): boolean {
   };
   connection[STATE] = state;
   return true;
-}
-
-/** How many statement descriptions this client keeps (the tests read it). */
-export function describedStatements(client: pg.ClientBase): number {
-  return (client as unknown as { connection?: Connectionish }).connection?.[STATE]?.shapes.size ?? 0;
 }
