@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { email } from './support/fixtures.ts';
+import { email, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 describe('foreign keys with the team', () => {
@@ -19,15 +19,8 @@ describe('foreign keys with the team', () => {
     app = await startTestApp();
     a = await app.newTeam('Tenant A');
     b = await app.newTeam('Tenant B');
-    const created = async (path: string, body: Record<string, unknown>) => {
-      const r = await a.api.post(path, body);
-      expect(r.status, `${path}: ${r.text}`).toBe(201);
-      return r.body.data.id as string;
-    };
-    const campaign = await created('/v1/campaigns', { name: 'c', currency: 'USD' });
-    const product = await created('/v1/products', { name: 'p' });
-    const offer = await created('/v1/offers', { campaign_id: campaign, product_id: product, name: 'o', price: 1000, shipping: 0, billing: 'one_time', fulfillment_type: 'digital' });
-    const lead = await a.api.post('/checkout/leads', { campaign_id: campaign, customer: { email: email('tenant') }, products: [{ offer_id: offer, quantity: 1 }] });
+    const funnel = await seedFunnel(app, a.teamId);
+    const lead = await a.api.post('/checkout/leads', { campaign_id: funnel.campaignId, customer: { email: email('tenant') }, products: [{ offer_id: funnel.offers.serum, quantity: 1 }] });
     expect(lead.status, lead.text).toBe(201);
     const row = await app.store.run((db) =>
       db.selectFrom('orders').select(['id', 'customer_id']).where('team_id', '=', a.teamId).executeTakeFirstOrThrow(),

@@ -101,11 +101,12 @@ function install(): boolean {
   };
   proto.handleRowDescription = function (this: Queryish, msg: unknown) {
     handleRowDescription.call(this, msg);
+    // Only named statements are in `describing` (prepare() above).
     const state = describing.get(this);
-    if (!state || !this.name) return;
+    if (!state) return;
     describing.delete(this);
     const r = this._result;
-    state.shapes.set(this.name, { fields: r.fields, parsers: r._parsers, empty: r._prebuiltEmptyResultObject });
+    state.shapes.set(this.name!, { fields: r.fields, parsers: r._parsers, empty: r._prebuiltEmptyResultObject });
   };
   // A row whose column count is not its description's: only possible when a kept description is
   // stale (a pooler prepared the name again after a migration, see README "Prepared statements").
@@ -123,10 +124,10 @@ function install(): boolean {
   };
   proto.handleCommandComplete = function (this: Queryish, msg: unknown, connection: unknown) {
     const state = describing.get(this);
-    if (state && this.name) {
+    if (state) {
       // Described, and no RowDescription came before its CommandComplete: PostgreSQL answered NoData.
       describing.delete(this);
-      state.shapes.set(this.name, null);
+      state.shapes.set(this.name!, null);
     }
     handleCommandComplete.call(this, msg, connection);
   };
