@@ -60,6 +60,7 @@ import {
 } from './stats.ts';
 import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, processName, rssBytes, startServerProcesses } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
+import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS_DIR = path.join(HERE, 'results');
@@ -472,7 +473,7 @@ function printSummary(r: Report, file: string | null): void {
   lines.push(
     `per funnel: SQL statements ${srv.db_statements_per_flow ?? '? (not counted in child processes)'}` +
       `${srv.db_round_trips_per_flow !== null ? `    round trips ${srv.db_round_trips_per_flow}` : ''}` +
-      `    commits ${cm ? `${cm.total} (${cm.explicit} COMMIT + ${cm.single_statement} single-statement)` : '? (not counted in child processes)'}` +
+      `    commits ${cm ? `${cm.total} (${cm.explicit} COMMIT or Sync + ${cm.single_statement} single-statement)` : '? (not counted in child processes)'}` +
       `${srv.xact_commit ? `    pg xact_commit ${srv.xact_commit.per_flow ?? '?'} (whole run)` : ''}`,
   );
   const t = r.targets;
@@ -953,7 +954,8 @@ async function main(): Promise<number> {
     let poolWaitingMax = 0;
     const pool = rt.ctx.store.pool;
     // Count the statements every pooled client sends (PGlite goes through the same pg.Pool).
-    // Transactions too: COMMITs, and statements sent outside a transaction (one transaction each).
+    // Transactions too: COMMITs and protocol transactions' Syncs (their commits), and statements
+    // sent outside a transaction (one transaction each).
     // writes: socket writes to PostgreSQL (one system call each): a statement sent with others (a
     // transaction's BEGIN, deferred writes) shares one. PGlite has no socket: not counted there.
     const db = { statements: 0, commits: 0, single: 0, writes: 0 };
@@ -970,8 +972,14 @@ async function main(): Promise<number> {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown;
       let inTransaction = false;
       (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        db.statements++;
         const first = args[0];
+        // A protocol transaction (src/db/protocol-transactions.ts): its statements go with Flush, its commit is a Sync.
+        if (first instanceof SyncQuery) {
+          db.commits++;
+          return query(...args);
+        }
+        db.statements++;
+        if (first instanceof FlushQuery) return query(...args);
         const text = (typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '')).trimStart().slice(0, 24).toLowerCase();
         if (text.startsWith('begin') || text.startsWith('start transaction')) inTransaction = true;
         else if (text.startsWith('commit')) {

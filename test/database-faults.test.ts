@@ -49,7 +49,15 @@ beforeAll(async () => {
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const first = args[0] as string | { text?: string } | undefined;
     const text = typeof first === 'string' ? first : first?.text;
-    if (failWhen && typeof text === 'string' && failWhen(text)) return Promise.reject(adminShutdown());
+    if (failWhen && typeof text === 'string' && failWhen(text)) {
+      // A query object of its own (a protocol transaction's statement or Sync) is failed the way
+      // node-postgres fails one it cannot send; a text or config gets a rejected promise.
+      if (first instanceof pg.Query) {
+        process.nextTick(() => (first as unknown as { handleError(e: unknown, c: unknown): void }).handleError(adminShutdown(), undefined));
+        return undefined;
+      }
+      return Promise.reject(adminShutdown());
+    }
     return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof pg.Client.prototype.query;
   app = await startTestApp();
@@ -155,7 +163,8 @@ describe('database unavailable', () => {
     let committed = false;
     injectFaults((sql) => {
       if (/insert into "order_upsells"/.test(sql)) claimed = true;
-      else if (claimed && /^commit$/i.test(sql.trim())) {
+      // The commit: a COMMIT, or the Sync of a protocol transaction (src/db/protocol-transactions.ts).
+      else if (claimed && /^(commit|sync)$/i.test(sql.trim())) {
         if (committed) return true;
         committed = true;
         return false;

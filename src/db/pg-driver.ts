@@ -13,6 +13,7 @@ import type pg from 'pg';
 import { PipelinedConnection, RELEASE } from './pipelined-connection.ts';
 import { DEFERRED, EARLY } from './statement-marks.ts';
 import { describeOnce } from './row-shapes.ts';
+import { protocolTransactionsAvailable } from './protocol-transactions.ts';
 import { ConnectionStatements, type StatementNames } from './statement-names.ts';
 
 /**
@@ -41,12 +42,14 @@ export class PipelinedPostgresDialect extends PostgresDialect {
   constructor(
     private readonly pgPool: pg.Pool,
     private readonly names: StatementNames | null,
+    /** Transactions without BEGIN and COMMIT statements where they may (protocol-transactions.ts). */
+    private readonly protocolTransactions = true,
   ) {
     super({ pool: pgPool });
   }
 
   override createDriver(): Driver {
-    return new PipelinedPostgresDriver(this.pgPool, this.names);
+    return new PipelinedPostgresDriver(this.pgPool, this.names, this.protocolTransactions);
   }
 }
 
@@ -57,6 +60,7 @@ class PipelinedPostgresDriver implements Driver {
   constructor(
     private readonly pool: pg.Pool,
     private readonly names: StatementNames | null,
+    private readonly protocolTransactions: boolean,
   ) {}
 
   async init(): Promise<void> {}
@@ -69,7 +73,8 @@ class PipelinedPostgresDriver implements Driver {
     }
     let connection = this.connections.get(client);
     if (!connection) {
-      connection = new PipelinedConnection(client, this.names ? new ConnectionStatements(this.names) : null);
+      const protocol = this.protocolTransactions && protocolTransactionsAvailable(client);
+      connection = new PipelinedConnection(client, this.names ? new ConnectionStatements(this.names) : null, protocol);
       // A named statement's result columns, described on its first execution on this client only (row-shapes.ts).
       if (this.names) describeOnce(client);
       this.connections.set(client, connection);

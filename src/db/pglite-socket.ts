@@ -12,15 +12,25 @@
 import { Duplex } from 'node:stream';
 import type { PGlite } from '@electric-sql/pglite';
 
-/** `ROLLBACK` as a simple-query protocol message. */
+/**
+ * `ROLLBACK` as a simple-query protocol message, then a Sync: whatever the connection before left
+ * open ends without committing. A transaction between BEGIN and COMMIT, or a protocol transaction
+ * (protocol-transactions.ts: statements sent with Flush, no Sync yet), is rolled back by the
+ * ROLLBACK; one PostgreSQL already aborted skips the ROLLBACK and ends at the Sync.
+ */
 const ROLLBACK = (() => {
   const text = Buffer.from('ROLLBACK\0');
-  const msg = Buffer.alloc(5 + text.length);
+  const msg = Buffer.alloc(5 + text.length + 5);
   msg.write('Q', 0, 'latin1');
   msg.writeInt32BE(4 + text.length, 1);
   text.copy(msg, 5);
+  msg.write('S', 5 + text.length, 'latin1');
+  msg.writeInt32BE(4, 6 + text.length);
   return new Uint8Array(msg);
 })();
+
+/** Embedded databases a connection has spoken to: the next one's first batch ends what it left open. */
+const used = new WeakSet<PGlite>();
 
 export class PgliteSocket extends Duplex {
   private pending: Buffer[] = [];
@@ -88,10 +98,12 @@ export class PgliteSocket extends Duplex {
       try {
         // This connection's first batch (its startup message): the one before it is gone (the pool
         // holds one), and a transaction it left open is rolled back, as a server does when a client
-        // goes away, so this one does not start inside it.
+        // goes away, so this one does not start inside it. (PGlite's isInTransaction() does not see
+        // a protocol transaction: every connection after the first sends the ROLLBACK.)
         const first = !this.started;
         this.started = true;
-        if (first && this.pglite.isInTransaction()) await this.pglite.execProtocolRawStream(ROLLBACK, { onRawData: () => {} });
+        if (first && (used.has(this.pglite) || this.pglite.isInTransaction())) await this.pglite.execProtocolRawStream(ROLLBACK, { onRawData: () => {} });
+        used.add(this.pglite);
         // The answer arrives as views of PGlite's WebAssembly memory: each is copied at once. (The
         // raw call without a callback parses every answer in PGlite's JavaScript and keeps the
         // messages, a list that grows for as long as the instance lives.)

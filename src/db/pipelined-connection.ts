@@ -2,13 +2,18 @@ import type { CompiledQuery, DatabaseConnection, QueryResult } from 'kysely';
 import type pg from 'pg';
 import { absorbingTables, absorbsDeferred, mergeableWrite, mergeDeferred, namesNoneOf, writeTable } from './deferred-writes.ts';
 import { DEFERRED, EARLY } from './statement-marks.ts';
-import type { ConnectionStatements } from './statement-names.ts';
+import { rollbackQuery, SyncQuery, TransactionAbortedError } from './protocol-transactions.ts';
+import { sendFlushed, type ConnectionStatements } from './statement-names.ts';
 
 /*
  * One pooled node-postgres client in pipeline mode, as Kysely's connection (pg-driver.ts's driver
  * makes one per client): a transaction's BEGIN written with its first statement, deferred writes
  * held and sent with the next statement (as CTEs of it when they may be), sendWithNext()
- * statements held until the next, statements sent together; every answer checked.
+ * statements held until the next, statements sent together; every answer checked. A transaction
+ * whose first statement has parameters runs, where the connection allows it, as a protocol
+ * transaction (protocol-transactions.ts): no BEGIN, its statements sent with Flush, its COMMIT a
+ * Sync; one whose first statement has none (a migration's script, the migrator's lock) or that
+ * sets an isolation level or access mode runs between BEGIN and COMMIT.
  */
 
 type Socketish = { cork?: () => void; uncork?: () => void };
@@ -42,11 +47,20 @@ export class PipelinedConnection implements DatabaseConnection {
    * tables that come after it ride in it too (writeHeldEarly).
    */
   private heldEarly: HeldEarly | null = null;
+  /** This transaction runs as a protocol transaction (no BEGIN) and has written a statement. */
+  private inProtocolTransaction = false;
+  /** The first failure of a statement of the protocol transaction: nothing more of it is written, and it rolls back. */
+  private protocolFailure: unknown = null;
+  private readonly onProtocolFailure = (err: unknown): void => {
+    this.protocolFailure ??= err;
+  };
 
   constructor(
     private readonly client: pg.PoolClient,
     /** The connection's statement names; null: every statement unnamed. */
     private readonly statements: ConnectionStatements | null,
+    /** Whether a transaction may run as a protocol transaction (protocol-transactions.ts). */
+    private readonly protocolTransactions = false,
   ) {}
 
   deferBegin(begin: string): void {
@@ -60,6 +74,8 @@ export class PipelinedConnection implements DatabaseConnection {
 
   /** COMMIT or ROLLBACK; nothing at all when the transaction never sent a statement. */
   async end(command: 'commit' | 'rollback'): Promise<void> {
+    // Kysely rolls back a transaction whose COMMIT failed: that COMMIT (or Sync) already ended it.
+    if (!this.inTransaction) return;
     this.inTransaction = false;
     // Deferred writes still held go out before the COMMIT (and are checked like any deferred
     // write below); a ROLLBACK never sends them.
@@ -73,6 +89,7 @@ export class PipelinedConnection implements DatabaseConnection {
       this.unanswered = [];
       return;
     }
+    if (this.inProtocolTransaction) return this.endProtocolTransaction(command);
     if (command === 'commit' && this.unanswered.length > 0) {
       // A written statement can fail before it reaches the server (node-postgres reports that on
       // the next tick): the server then never aborted the transaction, and a COMMIT would commit
@@ -98,6 +115,39 @@ export class PipelinedConnection implements DatabaseConnection {
       throw failed;
     }
     await ended;
+  }
+
+  /**
+   * The end of a protocol transaction: its Sync (the commit), or, when it is rolled back or one of
+   * its statements failed, the statement `rollback` with its Sync (nothing of it commits either way).
+   */
+  private async endProtocolTransaction(command: 'commit' | 'rollback'): Promise<void> {
+    // As for a COMMIT (above): a statement that failed before reaching the server reports it on the next tick.
+    if (command === 'commit' && this.unanswered.length > 0) await new Promise((resolve) => process.nextTick(resolve));
+    const failedBefore = this.protocolFailure ?? this.failedUnanswered;
+    this.cork();
+    if (command === 'rollback' || failedBefore) {
+      const rolledBack = rollbackQuery(this.client);
+      rolledBack.catch(() => {});
+      this.flush();
+      const failed = await this.firstFailure();
+      this.inProtocolTransaction = false;
+      this.protocolFailure = null;
+      await rolledBack.catch(() => {});
+      if (command === 'commit') throw failed ?? failedBefore;
+      return;
+    }
+    const sync = new SyncQuery();
+    this.client.query(sync as unknown as pg.QueryConfig);
+    this.flush();
+    const failed = await this.firstFailure();
+    let syncFailed: unknown = null;
+    await sync.answer.catch((err: unknown) => (syncFailed = err));
+    // A deferred write refused while the Sync was on its way: PostgreSQL ended the transaction it had aborted.
+    const failedLate = this.protocolFailure;
+    this.inProtocolTransaction = false;
+    this.protocolFailure = null;
+    if (failed ?? syncFailed ?? failedLate) throw failed ?? syncFailed ?? failedLate;
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
@@ -201,14 +251,25 @@ export class PipelinedConnection implements DatabaseConnection {
 
   /** Writes one statement's text into the corked socket, after the transaction's BEGIN when that is still to go; nothing held is written. */
   private writeText(text: string, values?: unknown[]): Promise<pg.QueryResult> {
-    if (!this.corked) {
-      this.stream()?.cork?.();
-      this.corked = true;
-    }
+    this.cork();
     if (this.pendingBegin !== null) {
       const begin = this.pendingBegin;
       this.pendingBegin = null;
-      this.leaveUnanswered(this.client.query(begin));
+      // A transaction of parameterised statements with no settings: a protocol transaction, no BEGIN.
+      if (this.protocolTransactions && begin === 'begin' && values && values.length > 0) {
+        this.inProtocolTransaction = true;
+        this.protocolFailure = null;
+      } else this.leaveUnanswered(this.client.query(begin));
+    }
+    if (this.inProtocolTransaction) {
+      // PostgreSQL skips whatever is sent after a refused statement; nothing more is sent.
+      const answer = this.protocolFailure
+        ? Promise.reject(new TransactionAbortedError(this.protocolFailure))
+        : this.statements && values && values.length > 0
+          ? this.statements.query(this.client, text, values, this.onProtocolFailure)
+          : sendFlushed(this.client, { text, values: values ?? [] }, this.onProtocolFailure);
+      answer.catch(() => {});
+      return answer;
     }
     const answer = !values ? this.client.query(text) : this.statements ? this.statements.query(this.client, text, values) : this.client.query(text, values);
     answer.catch(() => {});
@@ -277,6 +338,12 @@ export class PipelinedConnection implements DatabaseConnection {
     for (const { sql, parameters } of merged ? [merged] : held) this.leaveUnanswered(this.writeText(sql, parameters as unknown[]));
   }
 
+  private cork(): void {
+    if (this.corked) return;
+    this.stream()?.cork?.();
+    this.corked = true;
+  }
+
   /** Sends everything written since the last flush in one socket write. */
   private flush(): void {
     if (!this.corked) return;
@@ -311,6 +378,10 @@ export class PipelinedConnection implements DatabaseConnection {
   }
 
   [RELEASE](): void {
+    // A protocol transaction its owner never ended (it always does): rolled back before anyone else uses the connection.
+    if (this.inProtocolTransaction) rollbackQuery(this.client).catch(() => {});
+    this.inProtocolTransaction = false;
+    this.protocolFailure = null;
     if (this.corked) this.flush();
     this.pendingBegin = null;
     this.inTransaction = false;

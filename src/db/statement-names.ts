@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { FlushQuery } from './protocol-transactions.ts';
 
 /**
  * Named (prepared) statements. node-postgres sends a statement without a name as Parse, Bind and
@@ -68,13 +69,16 @@ export class ConnectionStatements {
   }
 
   /**
-   * Sends a statement on this connection's client, under a name when its text has one. Its answer
+   * Sends a statement on this connection's client, under a name when its text has one; inside a
+   * protocol transaction (protocol-transactions.ts: `inProtocolTransaction` is told when it fails)
+   * with Flush instead of Sync. Its answer
    * rejects as before on failure; a stale plan also makes the connection prepare everything again
    * under new names.
    */
-  query(client: pg.ClientBase, text: string, values: unknown[]): Promise<pg.QueryResult> {
+  query(client: pg.ClientBase, text: string, values: unknown[], inProtocolTransaction?: (err: unknown) => void): Promise<pg.QueryResult> {
     const n = values.length > 0 ? this.names.numberOf(text) : undefined;
-    const answer = client.query(n === undefined ? { text, values } : { name: this.prefix + n.toString(36), text, values });
+    const config = n === undefined ? { text, values } : { name: this.prefix + n.toString(36), text, values };
+    const answer = inProtocolTransaction ? sendFlushed(client, config, inProtocolTransaction) : client.query(config);
     answer.catch((err: unknown) => {
       if (isStalePlan(err)) this.prefix = this.names.prefix();
     });
@@ -90,4 +94,11 @@ export class ConnectionStatements {
 export function isStalePlan(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   return !!e && e.code === '0A000' && typeof e.message === 'string' && e.message.includes('cached plan must not change result type');
+}
+
+/** A statement of a protocol transaction (protocol-transactions.ts), sent with Flush. */
+export function sendFlushed(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }, onFailure: (err: unknown) => void): Promise<pg.QueryResult> {
+  const query = new FlushQuery(config, client, onFailure);
+  client.query(query as unknown as pg.QueryConfig);
+  return query.answer;
 }
