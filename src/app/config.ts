@@ -21,6 +21,8 @@ export interface Config {
   dbPoolMax: number;
   /** DATABASE_PREPARED_STATEMENTS: how many statement texts a process prepares under a name (src/db/statement-names.ts); 0: none. */
   dbPreparedStatements: number;
+  /** DATABASE_PROTOCOL_TRANSACTIONS: transactions without BEGIN and COMMIT statements (src/db/protocol-transactions.ts); default on. */
+  dbProtocolTransactions: boolean;
   /** A new database connection that is not up within this long fails (and the request answers 503). */
   dbConnectTimeoutMs: number;
   /** How long `serve`, `worker` and the CLI wait at start for a database that is not reachable yet. */
@@ -143,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: env.PUBLIC_BASE_URL || undefined,
     dbPoolMax: intFrom(env.DATABASE_POOL_MAX, 10, 'DATABASE_POOL_MAX'),
     dbPreparedStatements: intFrom(env.DATABASE_PREPARED_STATEMENTS, DEFAULT_PREPARED_STATEMENTS, 'DATABASE_PREPARED_STATEMENTS'),
+    dbProtocolTransactions: boolFrom(env.DATABASE_PROTOCOL_TRANSACTIONS, true, 'DATABASE_PROTOCOL_TRANSACTIONS'),
     dbConnectTimeoutMs: intFrom(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
     dbStartupWaitMs: intFrom(env.DATABASE_STARTUP_WAIT_MS, 30_000, 'DATABASE_STARTUP_WAIT_MS'),
     workerMetricsPort: env.WORKER_METRICS_PORT ? intFrom(env.WORKER_METRICS_PORT, 0, 'WORKER_METRICS_PORT') : undefined,

@@ -168,6 +168,7 @@ export async function openRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
       dataDir: config.dataDir,
       poolMax: config.dbPoolMax,
       preparedStatements: config.dbPreparedStatements,
+      protocolTransactions: config.dbProtocolTransactions,
       connectTimeoutMs: config.dbConnectTimeoutMs,
       sharedBuffers: config.embeddedSharedBuffers,
     });

@@ -139,6 +139,8 @@ export interface OpenOptions {
   sharedBuffers?: string;
   /** How many statement texts may be prepared under a name (DATABASE_PREPARED_STATEMENTS; 0: none). */
   preparedStatements?: number;
+  /** Transactions without BEGIN and COMMIT where they may (DATABASE_PROTOCOL_TRANSACTIONS; default true). */
+  protocolTransactions?: boolean;
 }
 
 const LOCK_STALE_MS = 15_000;
@@ -194,7 +196,7 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
       // Lets a transaction's BEGIN go out with its first statement (PipelinedPostgresDialect).
       pipeline: true,
     });
-    const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names) });
+    const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names, opts.protocolTransactions ?? true) });
     const store = new Store(db, pool, 'postgres', async () => {});
     // The server ending a connection (restart, failover, pg_terminate_backend) emits `error` on its
     // client. pg-pool listens only while the client is idle; a client checked out for a request or
@@ -225,7 +227,7 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   // deferred writes, reads together) goes to PGlite in one call, and deferred inserts into
   // different tables go as one statement.
   const pool = new pg.Pool({ stream: () => new PgliteSocket(instance), max: 1, host: 'localhost', port: 5432, user: 'postgres', database: 'postgres', password: 'embedded', pipeline: true });
-  const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names) });
+  const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names, opts.protocolTransactions ?? true) });
   return new Store(db, pool, 'pglite', async () => {
     if (owned) await instance.close();
     if (release) await release();
