@@ -5,14 +5,14 @@
  * until then, a refused statement or a thrown callback leaves nothing behind, a failure PostgreSQL
  * reports at commit fails it, and the connection serves the next transaction normally. A
  * transaction whose first statement has no parameters (a migration's script) and a snapshot (an
- * isolation level) keep BEGIN and COMMIT. Embedded, and on PostgreSQL with TEST_DATABASE_URL.
+ * isolation level) keep BEGIN and COMMIT. Statements sent together share one Flush. Embedded, and on PostgreSQL with TEST_DATABASE_URL.
  * Frontend messages are counted on the client sockets by type byte.
  */
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deferWrite, openStore, type Store } from '../src/db/database.ts';
+import { deferWrite, openStore, readTogether, type Store } from '../src/db/database.ts';
 import { PgliteSocket } from '../src/db/pglite-socket.ts';
 import { sendFlushed } from '../src/db/statement-names.ts';
 import { SyncQuery } from '../src/db/protocol-transactions.ts';
@@ -87,6 +87,20 @@ describe.each(databases)('protocol transactions on the %s database', (_name, dat
     expect(counts).toMatchObject({ E: 3, H: 3, S: 1 });
     expect(counts.Q).toBeUndefined();
     expect(await ids()).toEqual([1, 2]);
+  });
+
+  it('statements sent together share one Flush, after the last: PostgreSQL answers them at once', async () => {
+    const counts = await sent(() =>
+      store.transaction(async (trx) => {
+        const [one, two, three] = await readTogether(trx, [
+          sql<{ id: number }>`select id from ${sql.id(table)} where id = ${1}`,
+          sql<{ id: number }>`select id from ${sql.id(table)} where id = ${2}`,
+          sql<{ n: number }>`select count(*)::int as n from ${sql.id(table)} where id > ${0}`,
+        ]);
+        expect([one, two, three]).toEqual([[{ id: 1 }], [{ id: 2 }], [{ n: 2 }]]);
+      }),
+    );
+    expect(counts).toMatchObject({ E: 3, H: 1, S: 1 });
   });
 
   it('a statement PostgreSQL refuses fails the transaction with its own error; the statements sent after it and before are undone; the next transaction commits', async () => {

@@ -49,6 +49,8 @@ export class PipelinedConnection implements DatabaseConnection {
   private heldEarly: HeldEarly | null = null;
   /** This transaction runs as a protocol transaction (no BEGIN) and has written a statement. */
   private inProtocolTransaction = false;
+  /** Statements of the protocol transaction written since the last Flush: flush() writes one before it sends them. */
+  private unflushed = false;
   /** The first failure of a statement of the protocol transaction: nothing more of it is written, and it rolls back. */
   private protocolFailure: unknown = null;
   private readonly onProtocolFailure = (err: unknown): void => {
@@ -126,6 +128,8 @@ export class PipelinedConnection implements DatabaseConnection {
     if (command === 'commit' && this.unanswered.length > 0) await new Promise((resolve) => process.nextTick(resolve));
     const failedBefore = this.protocolFailure ?? this.failedUnanswered;
     this.cork();
+    // The Sync written next makes PostgreSQL answer what came before it: no Flush.
+    this.unflushed = false;
     if (command === 'rollback' || failedBefore) {
       const rolledBack = rollbackQuery(this.client);
       rolledBack.catch(() => {});
@@ -266,8 +270,9 @@ export class PipelinedConnection implements DatabaseConnection {
       const answer = this.protocolFailure
         ? Promise.reject(new TransactionAbortedError(this.protocolFailure))
         : this.statements && values && values.length > 0
-          ? this.statements.query(this.client, text, values, this.onProtocolFailure)
-          : sendFlushed(this.client, { text, values: values ?? [] }, this.onProtocolFailure);
+          ? this.statements.query(this.client, text, values, this.onProtocolFailure, false)
+          : sendFlushed(this.client, { text, values: values ?? [] }, this.onProtocolFailure, false);
+      this.unflushed = true;
       answer.catch(() => {});
       return answer;
     }
@@ -344,9 +349,16 @@ export class PipelinedConnection implements DatabaseConnection {
     this.corked = true;
   }
 
-  /** Sends everything written since the last flush in one socket write. */
+  /**
+   * Sends everything written since the last flush in one socket write; after a protocol
+   * transaction's statements, with one Flush message, so PostgreSQL answers them all at once.
+   */
   private flush(): void {
     if (!this.corked) return;
+    if (this.unflushed) {
+      this.unflushed = false;
+      (this.client as unknown as { connection: { flush(): void } }).connection.flush();
+    }
     this.corked = false;
     this.stream()?.uncork?.();
   }
@@ -381,6 +393,7 @@ export class PipelinedConnection implements DatabaseConnection {
     // A protocol transaction its owner never ended (it always does): rolled back before anyone else uses the connection.
     if (this.inProtocolTransaction) rollbackQuery(this.client).catch(() => {});
     this.inProtocolTransaction = false;
+    this.unflushed = false;
     this.protocolFailure = null;
     if (this.corked) this.flush();
     this.pendingBegin = null;

@@ -75,10 +75,10 @@ export class ConnectionStatements {
    * rejects as before on failure; a stale plan also makes the connection prepare everything again
    * under new names.
    */
-  query(client: pg.ClientBase, text: string, values: unknown[], inProtocolTransaction?: (err: unknown) => void): Promise<pg.QueryResult> {
+  query(client: pg.ClientBase, text: string, values: unknown[], inProtocolTransaction?: (err: unknown) => void, flushes = true): Promise<pg.QueryResult> {
     const n = values.length > 0 ? this.names.numberOf(text) : undefined;
     const config = n === undefined ? { text, values } : { name: this.prefix + n.toString(36), text, values };
-    const answer = inProtocolTransaction ? sendFlushed(client, config, inProtocolTransaction) : client.query(config);
+    const answer = inProtocolTransaction ? sendFlushed(client, config, inProtocolTransaction, flushes) : client.query(config);
     answer.catch((err: unknown) => {
       if (isStalePlan(err)) this.prefix = this.names.prefix();
     });
@@ -96,9 +96,9 @@ export function isStalePlan(err: unknown): boolean {
   return !!e && e.code === '0A000' && typeof e.message === 'string' && e.message.includes('cached plan must not change result type');
 }
 
-/** A statement of a protocol transaction (protocol-transactions.ts), sent with Flush. */
-export function sendFlushed(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }, onFailure: (err: unknown) => void): Promise<pg.QueryResult> {
-  const query = new FlushQuery(config, client, onFailure);
+/** A statement of a protocol transaction (protocol-transactions.ts), sent with Flush (`flushes`: false, the caller writes it). */
+export function sendFlushed(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }, onFailure: (err: unknown) => void, flushes = true): Promise<pg.QueryResult> {
+  const query = new FlushQuery(config, client, onFailure, flushes);
   client.query(query as unknown as pg.QueryConfig);
   return query.answer;
 }
