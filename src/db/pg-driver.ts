@@ -32,6 +32,11 @@ import { ConnectionStatements, type StatementNames } from './statement-names.ts'
  * statement written behind it fails too. The BEGIN's own answer is still checked: if it failed,
  * the transaction fails with its error, and the pool drops the dead client.
  *
+ * A service's transaction sends no BEGIN and no COMMIT at all where it may: its statements go with
+ * Flush and its commit is a Sync (protocol-transactions.ts, chosen per transaction by the
+ * connection); the BEGIN above is for the ones that keep them (a script, a snapshot, or
+ * DATABASE_PROTOCOL_TRANSACTIONS=false).
+ *
  * More ways to save round trips, below: deferWrite() (a write sent with the next statement),
  * sendWithNext() (a statement answered later) and readTogether() (independent reads sent at once);
  * the connection that carries them out is pipelined-connection.ts. Statements are prepared under
