@@ -14,44 +14,23 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deferWrite, openStore, readTogether, type Store } from '../src/db/database.ts';
 import { PgliteSocket } from '../src/db/pglite-socket.ts';
-import { sendFlushed } from '../src/db/statement-names.ts';
-import { SyncQuery } from '../src/db/protocol-transactions.ts';
+import { sendFlushed, SyncQuery } from '../src/db/protocol-transactions.ts';
+import { frontendMessages } from './support/frontend-messages.ts';
 import { statementsSent } from './support/statements.ts';
 
 const url = process.env.TEST_DATABASE_URL;
 const table = `protocol_tx_${process.pid}`;
 
 /** Frontend messages written by node-postgres clients, by type: Q simple query, P Parse, E Execute, H Flush, S Sync. */
-const messages = new Map<string, number>();
-const wrapped = new WeakSet<object>();
-const query = pg.Client.prototype.query;
-beforeAll(() => {
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const stream = (this as unknown as { connection?: { stream?: { write: (...a: unknown[]) => boolean } } }).connection?.stream;
-    if (stream && !wrapped.has(stream)) {
-      wrapped.add(stream);
-      const write = stream.write;
-      stream.write = function (this: unknown, ...a: unknown[]) {
-        const chunk = a[0];
-        if (Buffer.isBuffer(chunk) && chunk.length > 0) {
-          const type = String.fromCharCode(chunk[0]!);
-          messages.set(type, (messages.get(type) ?? 0) + 1);
-        }
-        return write.apply(this, a);
-      };
-    }
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
-});
-afterAll(() => {
-  pg.Client.prototype.query = query;
-});
+const messages = frontendMessages();
+beforeAll(() => messages.install());
+afterAll(() => messages.restore());
 
 /** The frontend messages `fn` makes the clients write, by type. */
 async function sent(fn: () => Promise<unknown>): Promise<Record<string, number>> {
-  messages.clear();
+  messages.counts.clear();
   await fn();
-  return Object.fromEntries(messages);
+  return Object.fromEntries(messages.counts);
 }
 
 const databases: [string, string | null][] = [['embedded', null], ...(url ? [['PostgreSQL', url] as [string, string]] : [])];

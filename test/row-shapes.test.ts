@@ -14,32 +14,16 @@ import { openStore, type Store } from '../src/db/database.ts';
 import { PgliteSocket } from '../src/db/pglite-socket.ts';
 import { describeOnce } from '../src/db/row-shapes.ts';
 import { isStalePlan } from '../src/db/statement-names.ts';
+import { frontendMessages } from './support/frontend-messages.ts';
 
 const url = process.env.TEST_DATABASE_URL;
 const table = `row_shapes_${process.pid}`;
 
 /** Frontend messages written by node-postgres clients, by type byte ('D' = Describe). */
-let describes = 0;
-const wrapped = new WeakSet<object>();
-const query = pg.Client.prototype.query;
-beforeAll(() => {
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const stream = (this as unknown as { connection?: { stream?: { write: (...a: unknown[]) => boolean } } }).connection?.stream;
-    if (stream && !wrapped.has(stream)) {
-      wrapped.add(stream);
-      const write = stream.write;
-      stream.write = function (this: unknown, ...a: unknown[]) {
-        const chunk = a[0];
-        if (Buffer.isBuffer(chunk) && chunk[0] === 0x44) describes++;
-        return write.apply(this, a);
-      };
-    }
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
-});
-afterAll(() => {
-  pg.Client.prototype.query = query;
-});
+const messages = frontendMessages();
+beforeAll(() => messages.install());
+afterAll(() => messages.restore());
+const describes = () => messages.count('D');
 
 const databases: [string, string | null][] = [['embedded', null], ...(url ? [['PostgreSQL', url] as [string, string]] : [])];
 
@@ -62,35 +46,35 @@ describe.each(databases)('named statements on the %s database', (_name, database
     await store?.close();
   });
   afterEach(() => {
-    describes = 0;
+    messages.counts.clear();
   });
 
   const selectOne = (id: number) => store.run((db) => sql<Record<string, unknown>>`select * from ${sql.id(table)} where id = ${id}`.execute(db));
 
   it('describes a select once: later executions send no Describe and parse their rows with the kept description', async () => {
     const expected = { id: 1, at: new Date('2026-11-29T10:00:00Z'), n: 42, amount: 12.5, data: { a: [1, 2] }, ok: true, note: null };
-    describes = 0;
+    messages.counts.clear();
     // 1st: unnamed (a text is named from its second sighting), described; 2nd: prepared, described; then none.
     for (let i = 0; i < 5; i++) {
       const r = await selectOne(1);
       expect(r.rows).toEqual([expected]);
       expect(r.rows[0]!.at).toBeInstanceOf(Date);
     }
-    expect(describes).toBe(2);
+    expect(describes()).toBe(2);
     // Another row, no row: the same kept description.
     expect((await selectOne(2)).rows).toEqual([{ id: 2, at: new Date('2026-11-30T10:00:00Z'), n: 7, amount: 3, data: {}, ok: false, note: 'x' }]);
     expect((await selectOne(3)).rows).toEqual([]);
-    expect(describes).toBe(2);
+    expect(describes()).toBe(2);
   });
 
   it('describes a write without RETURNING once (NoData), and counts its rows each time', async () => {
-    describes = 0;
+    messages.counts.clear();
     for (let i = 0; i < 5; i++) {
       const r = await store.run((db) => sql`update ${sql.id(table)} set note = ${`v${i}`} where id = ${2}`.execute(db));
       expect(r.numAffectedRows).toBe(1n);
       expect(r.rows).toEqual([]);
     }
-    expect(describes).toBe(2);
+    expect(describes()).toBe(2);
     expect((await selectOne(2)).rows[0]!.note).toBe('v4');
   });
 
@@ -99,10 +83,10 @@ describe.each(databases)('named statements on the %s database', (_name, database
     await store.run((db) => sql`alter table ${sql.id(table)} add column extra text not null default 'e'`.execute(db));
     const err = await selectOne(1).catch((e: unknown) => e);
     expect(isStalePlan(err)).toBe(true);
-    describes = 0;
+    messages.counts.clear();
     for (let i = 0; i < 3; i++) expect((await selectOne(1)).rows[0]).toMatchObject({ id: 1, n: 42, extra: 'e' });
     // Prepared again under the connection's new name prefix, described once more, then not.
-    expect(describes).toBe(1);
+    expect(describes()).toBe(1);
   });
 
   it('a row that does not match its kept description fails the statement as a stale plan, never misread', async () => {

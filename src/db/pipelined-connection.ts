@@ -2,8 +2,8 @@ import type { CompiledQuery, DatabaseConnection, QueryResult } from 'kysely';
 import type pg from 'pg';
 import { absorbingTables, absorbsDeferred, mergeableWrite, mergeDeferred, namesNoneOf, writeTable } from './deferred-writes.ts';
 import { DEFERRED, EARLY } from './statement-marks.ts';
-import { rollbackQuery, SyncQuery, TransactionAbortedError } from './protocol-transactions.ts';
-import { sendFlushed, type ConnectionStatements } from './statement-names.ts';
+import { rollbackQuery, sendFlushed, SyncQuery, TransactionAbortedError } from './protocol-transactions.ts';
+import type { ConnectionStatements } from './statement-names.ts';
 
 /*
  * One pooled node-postgres client in pipeline mode, as Kysely's connection (pg-driver.ts's driver

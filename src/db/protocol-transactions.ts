@@ -134,6 +134,13 @@ export class FlushQuery extends BaseQuery {
   }
 }
 
+/** Sends a statement of a protocol transaction on the client, with Flush (`flushes`: false, the caller writes it); its answer. */
+export function sendFlushed(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }, onFailure: (err: unknown) => void, flushes = true): Promise<pg.QueryResult> {
+  const query = new FlushQuery(config, client, onFailure, flushes);
+  client.query(query as unknown as pg.QueryConfig);
+  return query.answer;
+}
+
 /** The Sync alone: commits the protocol transaction (or ends one PostgreSQL already aborted). */
 export class SyncQuery extends BaseQuery {
   readonly answer: Promise<void>;

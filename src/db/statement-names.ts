@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { FlushQuery } from './protocol-transactions.ts';
+import { sendFlushed } from './protocol-transactions.ts';
 
 /**
  * Named (prepared) statements. node-postgres sends a statement without a name as Parse, Bind and
@@ -94,11 +94,4 @@ export class ConnectionStatements {
 export function isStalePlan(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   return !!e && e.code === '0A000' && typeof e.message === 'string' && e.message.includes('cached plan must not change result type');
-}
-
-/** A statement of a protocol transaction (protocol-transactions.ts), sent with Flush (`flushes`: false, the caller writes it). */
-export function sendFlushed(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }, onFailure: (err: unknown) => void, flushes = true): Promise<pg.QueryResult> {
-  const query = new FlushQuery(config, client, onFailure, flushes);
-  client.query(query as unknown as pg.QueryConfig);
-  return query.answer;
 }
