@@ -8,7 +8,6 @@
  */
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { deferWrite, openStore, readTogether, sendWithNext, type Store, type Tx } from '../src/db/database.ts';
 import { mergeDeferred } from '../src/db/deferred-writes.ts';
 import { countSocketWrites } from '../src/db/socket-writes.ts';
