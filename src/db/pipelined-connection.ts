@@ -269,8 +269,8 @@ export class PipelinedConnection implements DatabaseConnection {
       // PostgreSQL skips whatever is sent after a refused statement; nothing more is sent.
       const answer = this.protocolFailure
         ? Promise.reject(new TransactionAbortedError(this.protocolFailure))
-        : this.statements && values && values.length > 0
-          ? this.statements.query(this.client, text, values, this.onProtocolFailure, false)
+        : this.statements
+          ? this.statements.query(this.client, text, values ?? [], this.onProtocolFailure)
           : sendFlushed(this.client, { text, values: values ?? [] }, this.onProtocolFailure, false);
       this.unflushed = true;
       answer.catch(() => {});

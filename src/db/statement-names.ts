@@ -71,14 +71,14 @@ export class ConnectionStatements {
   /**
    * Sends a statement on this connection's client, under a name when its text has one; inside a
    * protocol transaction (protocol-transactions.ts: `inProtocolTransaction` is told when it fails)
-   * with Flush instead of Sync. Its answer
+   * without Sync, its Flush left to the caller (which writes one after the statements it sends together). Its answer
    * rejects as before on failure; a stale plan also makes the connection prepare everything again
    * under new names.
    */
-  query(client: pg.ClientBase, text: string, values: unknown[], inProtocolTransaction?: (err: unknown) => void, flushes = true): Promise<pg.QueryResult> {
+  query(client: pg.ClientBase, text: string, values: unknown[], inProtocolTransaction?: (err: unknown) => void): Promise<pg.QueryResult> {
     const n = values.length > 0 ? this.names.numberOf(text) : undefined;
     const config = n === undefined ? { text, values } : { name: this.prefix + n.toString(36), text, values };
-    const answer = inProtocolTransaction ? sendFlushed(client, config, inProtocolTransaction, flushes) : client.query(config);
+    const answer = inProtocolTransaction ? sendFlushed(client, config, inProtocolTransaction, false) : client.query(config);
     answer.catch((err: unknown) => {
       if (isStalePlan(err)) this.prefix = this.names.prefix();
     });
