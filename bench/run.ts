@@ -60,6 +60,7 @@ import {
 } from './stats.ts';
 import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, processName, rssBytes, startServerProcesses } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
+import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
 import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -353,6 +354,8 @@ interface Report {
        * funnel completed in the whole run. Includes the outbox worker and the bench's own few queries.
        */
       xact_commit: { total: number; per_flow: number | null } | null;
+      /** PostgreSQL only: what the server wrote to its WAL in the measured window, per completed funnel (bench/wal.ts). */
+      wal: WalFigures | null;
       /** In process, or `serve --processes N --with-worker` (the CPU above then sums the primary and every child). */
       server_processes: { mode: 'in-process' | 'child processes'; api_processes: number; pids: number[] };
       /** Resident memory at the end of the measured window: each server process (in process: this whole process, helper threads included). */
@@ -476,6 +479,7 @@ function printSummary(r: Report, file: string | null): void {
       `    commits ${cm ? `${cm.total} (${cm.explicit} COMMIT or Sync + ${cm.single_statement} single-statement)` : '? (not counted in child processes)'}` +
       `${srv.xact_commit ? `    pg xact_commit ${srv.xact_commit.per_flow ?? '?'} (whole run)` : ''}`,
   );
+  if (srv.wal) lines.push(walLine(srv.wal));
   const t = r.targets;
   for (const [name, x] of [
     ['server CPU per funnel', t.cpu_ms_per_flow],
@@ -806,6 +810,7 @@ async function main(): Promise<number> {
   let outboxWorker: RunningWorker | undefined;
   let servers: ServerProcesses | undefined;
   let statsClient: pg.Client | undefined;
+  let walInspectNote: string | null = null;
   let sandboxThread: Worker | undefined;
   let receiverThread: Worker | undefined;
   let receiverFinal: ReceiverFinal | undefined;
@@ -909,6 +914,7 @@ async function main(): Promise<number> {
     if (kind === 'postgres') {
       statsClient = new pg.Client({ connectionString: databaseUrl });
       await statsClient.connect();
+      walInspectNote = await enableWalInspect(statsClient);
     }
     log(`server ready at ${baseUrl}${servers ? ` (serve --processes ${opts.processes}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
     log(
@@ -1010,6 +1016,8 @@ async function main(): Promise<number> {
     // Webhooks received at the window's edges, for the delivery rate during the load.
     let receivedAtStart: Promise<number> | undefined;
     let receivedAtEnd: Promise<number> | undefined;
+    let walAtStart: Promise<string | null> | undefined;
+    let walAtEnd: Promise<string | null> | undefined;
     // With --processes the server is not in this process: each of its processes profiles itself.
     const profiler = opts.profile && !servers ? new Profiler() : undefined;
     let profileStarted: Promise<void> | undefined;
@@ -1034,6 +1042,7 @@ async function main(): Promise<number> {
             if (servers) serverCpuStart = cpuSnapshot(servers.pids());
             poolWaitingMax = 0;
             dbAtStart = { ...db };
+            if (statsClient) walAtStart = walPosition(statsClient).catch(() => null);
             receivedAtStart = uniqueNow();
             if (profiler) profileStarted = profiler.start();
           } else if (phase === 'drain' && eluStart && cpuStart && !eluWindow) {
@@ -1076,6 +1085,7 @@ async function main(): Promise<number> {
               if (rt!.ctx.store.kind === 'postgres') dbWritesInWindow = db.writes - dbAtStart.writes;
               dbCommitsInWindow = { explicit: db.commits - dbAtStart.commits, single: db.single - dbAtStart.single };
             }
+            if (statsClient) walAtEnd = walPosition(statsClient).catch(() => null);
             receivedAtEnd = uniqueNow();
             if (profiler) profileStopped = (profileStarted ?? Promise.resolve()).then(() => profiler.stop());
           }
@@ -1258,6 +1268,14 @@ async function main(): Promise<number> {
     const perFlow = (n: number | null) => (n !== null && result.flowsCompleted > 0 ? Math.round((n / result.flowsCompleted) * 10) / 10 : null);
     const cpuMsPerFlow = mainCores !== null ? perFlow(mainCores * windowMs) : null;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
+    let wal: WalFigures | null = null;
+    const [walStart, walEnd] = await Promise.all([walAtStart, walAtEnd]);
+    if (statsClient && walStart && walEnd) {
+      wal = await walBetween(statsClient, walStart, walEnd, result.flowsCompleted, walInspectNote).catch((err: Error) => {
+        log(`the WAL figures failed: ${err.message}`);
+        return null;
+      });
+    }
     const writesPerFlow = perFlow(dbWritesInWindow as number | null);
     // Set in the driver's phase callback (TypeScript cannot see that it ran).
     const windowCommits = dbCommitsInWindow as { explicit: number; single: number } | null;
@@ -1513,6 +1531,7 @@ async function main(): Promise<number> {
           db_round_trips_per_flow: writesPerFlow,
           db_commits_per_flow: commitsPerFlow,
           xact_commit: xact,
+          wal,
           server_processes: {
             mode: opts.processes === null ? 'in-process' : 'child processes',
             api_processes: opts.processes ?? 1,
