@@ -925,7 +925,7 @@ async function main(): Promise<number> {
     if (kind === 'postgres') {
       statsClient = new pg.Client({ connectionString: databaseUrl });
       await statsClient.connect();
-      walInspectNote = await enableWalInspect(statsClient);
+      walInspectNote = await enableWalInspect(statsClient, { create: opts.freshDb });
     }
     log(`server ready at ${baseUrl}${servers ? ` (serve --processes ${opts.processes}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
     log(

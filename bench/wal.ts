@@ -44,11 +44,18 @@ export async function walPosition(client: pg.Client): Promise<string> {
   return r.rows[0]!.lsn;
 }
 
-/** Creates pg_walinspect in the bench database if it can; the reason when it cannot. */
-export async function enableWalInspect(client: pg.Client): Promise<string | null> {
+/**
+ * Makes pg_walinspect available in the bench database, or says why it is not: the bench creates it
+ * only in a database it made itself (`--fresh-db`); in another it uses it when it is there already.
+ */
+export async function enableWalInspect(client: pg.Client, opts: { create: boolean }): Promise<string | null> {
   try {
-    await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
-    return null;
+    if (opts.create) {
+      await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+      return null;
+    }
+    const r = await client.query("SELECT 1 FROM pg_extension WHERE extname = 'pg_walinspect'");
+    return r.rowCount ? null : 'pg_walinspect is not installed in this database (the bench creates it only with --fresh-db)';
   } catch (err) {
     return `pg_walinspect: ${(err as Error).message}`;
   }
