@@ -67,10 +67,10 @@ import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS_DIR = path.join(HERE, 'results');
 
-/** The issue's targets on a 2-core machine (issue 13), and its goals beyond them. */
 /** The outbox worker's async context in process: its statements are counted apart from the API's. */
 const workerScope = new AsyncLocalStorage<true>();
 
+/** The issue's targets on a 2-core machine (issue 13), and its goals beyond them. */
 const TARGETS = {
   funnels_per_s: { postgres: 150, pglite: 50 },
   funnels_per_s_goal: { postgres: 300, pglite: 100 },
@@ -1282,10 +1282,13 @@ async function main(): Promise<number> {
     const perFlow = (n: number | null) => (n !== null && result.flowsCompleted > 0 ? Math.round((n / result.flowsCompleted) * 10) / 10 : null);
     const cpuMsPerFlow = mainCores !== null ? perFlow(mainCores * windowMs) : null;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
+    const writesPerFlow = perFlow(dbWritesInWindow as number | null);
     // Set in the driver's phase callback (TypeScript cannot see that it ran).
     const workerStatements = dbWorkerStatementsInWindow as number | null;
     const statementsBySource =
       dbStatementsInWindow === null || workerStatements === null ? null : { api: perFlow(dbStatementsInWindow - workerStatements)!, worker: perFlow(workerStatements)! };
+    const windowCommits = dbCommitsInWindow as { explicit: number; single: number } | null;
+    const rssMb = rssAtEnd as Report['results']['server']['rss_mb'];
     let wal: WalFigures | null = null;
     const [walStart, walEnd] = await Promise.all([walAtStart, walAtEnd]);
     if (statsClient && walStart && walEnd) {
@@ -1294,10 +1297,6 @@ async function main(): Promise<number> {
         return null;
       });
     }
-    const writesPerFlow = perFlow(dbWritesInWindow as number | null);
-    // Set in the driver's phase callback (TypeScript cannot see that it ran).
-    const windowCommits = dbCommitsInWindow as { explicit: number; single: number } | null;
-    const rssMb = rssAtEnd as Report['results']['server']['rss_mb'];
     // Set in the driver's phase callback, like rssAtEnd.
     const cpuByProcess = cpuMsByProcess as Record<string, number> | null;
     const cpuMsPerFlowByProcess = cpuByProcess ? Object.fromEntries(Object.entries(cpuByProcess).map(([k, ms]) => [k, perFlow(ms)!])) : null;

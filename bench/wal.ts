@@ -1,7 +1,7 @@
 /**
  * What PostgreSQL wrote over the measured window, from its write-ahead log: the bytes
- * (`pg_current_wal_lsn()`, any role), and, where the `pg_walinspect` extension can be created
- * (PostgreSQL 15+, a superuser or pg_read_server_files), its records by kind: index entries, rows
+ * (`pg_current_wal_lsn()`, any role), and, where `pg_walinspect` is there (PostgreSQL 15+; see
+ * enableWalInspect), its records by kind: index entries, rows
  * inserted and updated, row locks, MultiXacts, commits. Counts of work done, not times: the same
  * funnels give the same counts however busy the machine is. The log is the server's, so anything
  * else written on it in the window (another database) is in it too.
@@ -27,8 +27,10 @@ export interface WalFigures {
   records_note: string | null;
 }
 
-/** The record kinds (pg_get_wal_stats' "resource_manager/record_type", without "+INIT") each figure sums. */
-const KINDS: Record<keyof NonNullable<WalFigures['records_per_flow']>, string[]> = {
+type RecordCounts = Omit<NonNullable<WalFigures['records_per_flow']>, 'full_page_image_bytes'>;
+
+/** The record kinds (pg_get_wal_stats' "resource_manager/record_type", without "+INIT") each count sums. */
+const KINDS: Record<keyof RecordCounts, string[]> = {
   index_entries: ['Btree/INSERT_LEAF', 'Btree/INSERT_POST'],
   heap_inserts: ['Heap/INSERT', 'Heap2/MULTI_INSERT'],
   heap_updates: ['Heap/UPDATE'],
@@ -36,7 +38,6 @@ const KINDS: Record<keyof NonNullable<WalFigures['records_per_flow']>, string[]>
   row_locks: ['Heap/LOCK', 'Heap2/LOCK_UPDATED'],
   multixacts: ['MultiXact/CREATE_ID'],
   commits: ['Transaction/COMMIT'],
-  full_page_image_bytes: [],
 };
 
 export async function walPosition(client: pg.Client): Promise<string> {
@@ -75,10 +76,8 @@ export async function walBetween(client: pg.Client, start: string, end: string, 
     );
     const byKind = new Map(r.rows.map((x) => [x.kind, Number(x.count)]));
     const sum = (kinds: string[]) => kinds.reduce((n, k) => n + (byKind.get(k) ?? 0), 0);
-    const out = {} as NonNullable<WalFigures['records_per_flow']>;
-    for (const [name, kinds] of Object.entries(KINDS) as [keyof typeof KINDS, string[]][]) out[name] = per(sum(kinds));
-    out.full_page_image_bytes = Math.round(r.rows.reduce((n, x) => n + Number(x.fpi), 0) / flows);
-    figures.records_per_flow = out;
+    const counts = Object.fromEntries(Object.entries(KINDS).map(([name, kinds]) => [name, per(sum(kinds))])) as RecordCounts;
+    figures.records_per_flow = { ...counts, full_page_image_bytes: Math.round(r.rows.reduce((n, x) => n + Number(x.fpi), 0) / flows) };
   } catch (err) {
     // A checkpoint in the window may have recycled the segments the window starts in.
     figures.records_note = `WAL records not read: ${(err as Error).message}`;

@@ -19,12 +19,11 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { countSocketWrites } from '../src/db/socket-writes.ts';
 import { templateCounts } from '../src/db/templates.ts';
 import { SyncQuery } from '../src/db/protocol-transactions.ts';
-import { email } from './support/fixtures.ts';
+import { runCardFunnel, seedApiFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (needs TEST_DATABASE_URL; skipped without it)', () => {
@@ -41,33 +40,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     await sandbox?.close();
   });
 
-  const created = async (path: string, body: Record<string, unknown>) => {
-    const r = await team.api.post(path, body);
-    expect(r.status, `${path}: ${r.text}`).toBe(201);
-    return r.body.data.id as string;
-  };
-
   it('sends a warm funnel in at most 15 round trips and 22 statements, its five transactions without BEGIN or COMMIT', async () => {
-    const gw = await created('/v1/gateways', { name: 'gw', kind: 'nmi', base_url: sandbox.url, credentials: { security_key: `rt_${process.pid}` }, test_mode: true, is_active: true });
-    const campaign = await created('/v1/campaigns', { name: 'c', currency: 'USD', gateway_id: gw });
-    const product = await created('/v1/products', { name: 'p' });
-    const offer = await created('/v1/offers', { campaign_id: campaign, product_id: product, name: 'o', price: 2500, shipping: 500, billing: 'one_time', fulfillment_type: 'physical' });
-    const upsellOffer = await created('/v1/offers', { campaign_id: campaign, product_id: product, name: 'u', price: 900, shipping: 0, billing: 'one_time', fulfillment_type: 'digital' });
-    const upsell = await created('/v1/upsells', { campaign_id: campaign, offer_id: upsellOffer, step: 1, name: 'u' });
-    await created('/v1/webhook-endpoints', { url: 'http://127.0.0.1:9/hooks', event_types: ['order.completed', 'order.upsell_added'] });
-    const funnel = async () => {
-      const lead = await team.api.post('/checkout/leads', { campaign_id: campaign, customer: { email: email('rt') }, products: [{ offer_id: offer, quantity: 1 }] });
-      expect(lead.status, lead.text).toBe(201);
-      const on = lead.body.data.order_number as string;
-      for (const [path, body] of [
-        ['/checkout/orders/payment', { order_number: on, payment: { card_number: SANDBOX_CARDS.approve, card_exp: '12/39', card_cvv: '123' } }],
-        ['/checkout/orders/upsell', { order_number: on, upsell_id: upsell, quantity: 1 }],
-        ['/checkout/orders/complete', { order_number: on }],
-      ] as const) {
-        const r = await team.api.post(path, body);
-        expect(r.status, `${path}: ${r.text}`).toBe(200);
-      }
-    };
+    const seeded = await seedApiFunnel(team, sandbox.url, `rt_${process.pid}`);
+    const funnel = () => runCardFunnel(team, seeded, 'rt');
     await funnel();
 
     let statements = 0;

@@ -10,17 +10,15 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
-import { email } from './support/fixtures.ts';
+import { type ApiFunnel, runCardFunnel, seedApiFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
 describe('the funnel writes its rows and nothing on its configuration', () => {
   let app: TestApp;
   let team: TestTeam;
   let sandbox: { url: string; close(): Promise<void> };
-  const ids = { gateway: '', campaign: '', product: '', offer: '', upsellOffer: '', upsell: '', endpoint: '' };
-  let orderNumber = '';
+  let ids: ApiFunnel;
   let xmaxBefore: { row: string; xmax: string }[] = [];
   const query = <T>(q: ReturnType<typeof sql<T>>) => app.store.run((db) => q.execute(db)).then((r) => r.rows);
   const configurationXmax = () =>
@@ -38,32 +36,10 @@ describe('the funnel writes its rows and nothing on its configuration', () => {
     sandbox = await startSandbox({ port: 0 });
     app = await startTestApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
     team = await app.newTeam('Write diet');
-    const created = async (path: string, body: Record<string, unknown>) => {
-      const r = await team.api.post(path, body);
-      expect(r.status, `${path}: ${r.text}`).toBe(201);
-      return r.body.data.id as string;
-    };
-    ids.gateway = await created('/v1/gateways', { name: 'gw', kind: 'nmi', base_url: sandbox.url, credentials: { security_key: `diet_${process.pid}` }, test_mode: true, is_active: true });
-    ids.campaign = await created('/v1/campaigns', { name: 'c', currency: 'USD', gateway_id: ids.gateway });
-    ids.product = await created('/v1/products', { name: 'p' });
-    ids.offer = await created('/v1/offers', { campaign_id: ids.campaign, product_id: ids.product, name: 'o', price: 2500, shipping: 500, billing: 'one_time', fulfillment_type: 'physical' });
-    ids.upsellOffer = await created('/v1/offers', { campaign_id: ids.campaign, product_id: ids.product, name: 'u', price: 900, shipping: 0, billing: 'one_time', fulfillment_type: 'digital' });
-    ids.upsell = await created('/v1/upsells', { campaign_id: ids.campaign, offer_id: ids.upsellOffer, step: 1, name: 'u' });
-    ids.endpoint = await created('/v1/webhook-endpoints', { url: 'http://127.0.0.1:9/hooks', event_types: ['order.completed', 'order.upsell_added'] });
-
+    ids = await seedApiFunnel(team, sandbox.url, `diet_${process.pid}`);
     xmaxBefore = await configurationXmax();
     expect(xmaxBefore).toHaveLength(8);
-    const lead = await team.api.post('/checkout/leads', { campaign_id: ids.campaign, customer: { email: email('diet') }, products: [{ offer_id: ids.offer, quantity: 1 }] });
-    expect(lead.status, lead.text).toBe(201);
-    orderNumber = lead.body.data.order_number as string;
-    for (const [path, body] of [
-      ['/checkout/orders/payment', { order_number: orderNumber, payment: { card_number: SANDBOX_CARDS.approve, card_exp: '12/39', card_cvv: '123' } }],
-      ['/checkout/orders/upsell', { order_number: orderNumber, upsell_id: ids.upsell, quantity: 1 }],
-      ['/checkout/orders/complete', { order_number: orderNumber }],
-    ] as const) {
-      const r = await team.api.post(path, body);
-      expect(r.status, `${path}: ${r.text}`).toBe(200);
-    }
+    await runCardFunnel(team, ids, 'diet');
   });
   afterAll(async () => {
     await app?.close();

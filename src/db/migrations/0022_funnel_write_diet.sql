@@ -1,6 +1,6 @@
 -- Issue 13: what PostgreSQL writes for every card funnel, besides the rows themselves. Counted in the
--- WAL of `npm run bench` (pg_walinspect, 3 s of the measured window): per funnel about 150 index
--- entries and 39 row locks, three of them MultiXacts. Two kinds of that work bought nothing.
+-- WAL of `npm run bench` (pg_walinspect, over the measured window): per funnel about 160 index
+-- entries, 32 row locks and 3 MultiXacts. Two kinds of that work bought nothing.
 --
 -- 1. A unique index on `seq` alone in the funnel's tables. `seq` comes only from its table's
 --    sequence (no statement writes it), so it is unique without one, and every list reads it
