@@ -87,10 +87,15 @@ describe('bench --scenario', () => {
     expect(se.sandbox_ledger.approved_sales).toBeGreaterThanOrEqual(2 * rep.results.all_funnels_completed);
     expect(se.orders_completed.events).toBe(se.orders_completed.distinct_orders);
     expect(se.provider_webhooks.by_type['payment.succeeded']).toBeGreaterThan(0);
+    // No warm-up: the statements are counted, not split between the API and the worker.
+    expect(rep.results.server.db_statements_per_flow).toBeGreaterThan(0);
+    expect(rep.results.server.db_statements_per_flow_by_source).toBeNull();
+    expect(rep.targets.sql_statements_per_flow.measured).toBe('? (not counted apart without a warm-up)');
   }, RUN_TIMEOUT_MS + 30_000);
 
   it('threeds: lead, pay (redirect), the challenge page, capture, upsell, complete; every check ok', async () => {
-    const r = await runBench(['--scenario', 'threeds', '--duration', '2', '--warmup', '0', '--concurrency', '2']);
+    // A warm-up, so the window's statements are split between the API and the outbox worker (in the warm-up's ratio).
+    const r = await runBench(['--scenario', 'threeds', '--duration', '2', '--warmup', '2', '--concurrency', '2']);
     expect(r.code, explain(r)).toBe(0);
     const rep = r.report;
     expect(rep, explain(r)).not.toBeNull();
@@ -115,6 +120,12 @@ describe('bench --scenario', () => {
     expect(se.sandbox_ledger.approved_sales).toBe(se.sandbox_ledger.database_approved_sales);
     expect(se.sandbox_ledger.approved_sales).toBeGreaterThanOrEqual(2 * rep.results.all_funnels_completed);
     expect(se.provider_webhooks.by_type.PAYMENT_SUCCEEDED).toBeGreaterThan(0);
+    // The worker's statements were counted in its own async context during the warm-up, and the window's split in that ratio.
+    const srv = rep.results.server;
+    expect(srv.db_statements_per_flow, explain(r)).toBeGreaterThan(0);
+    expect(srv.db_statements_per_flow_by_source.worker, explain(r)).toBeGreaterThan(0);
+    expect(srv.db_statements_per_flow_by_source.api, explain(r)).toBeGreaterThan(srv.db_statements_per_flow_by_source.worker);
+    expect(srv.db_statements_per_flow_by_source.api + srv.db_statements_per_flow_by_source.worker).toBeCloseTo(srv.db_statements_per_flow, 0);
   }, RUN_TIMEOUT_MS + 30_000);
 
   it('refuses an unknown scenario with its usage (exit 2)', async () => {
