@@ -59,7 +59,7 @@ import {
   summarize,
   total,
 } from './stats.ts';
-import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, processName, rssBytes, startServerProcesses } from './server-processes.ts';
+import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, processName, rssBytes, serverCommand, startServerProcesses } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
 import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
@@ -109,6 +109,8 @@ interface Options {
   profile: boolean;
   /** null: the server in this process (the default); N: `checkstand serve --processes N --with-worker` child processes (PostgreSQL). */
   processes: number | null;
+  /** With `processes`: 0, the primary runs the outbox worker (`--with-worker`); M, M `checkstand worker` processes run it. */
+  workers: number;
   /** Which funnel, i.e. which kind of payment (card, the default; extpay; threeds). */
   scenario: Scenario;
   /** How the driver calls the API: node:http (the default) or the typed client over fetch. */
@@ -145,6 +147,8 @@ const USAGE = `Usage: npm run bench [-- options]
                         (only for a database whose name contains "bench")   (BENCH_FRESH_DB=1)
   --processes <n>       with DATABASE_URL: run the API as \`checkstand serve --processes <n> --with-worker\`
                         child processes instead of in this process          (BENCH_PROCESSES; default: in process)
+  --workers <m>         with --processes: the outbox worker as <m> \`checkstand worker\` processes beside
+                        \`serve --processes <n>\` instead of in serve's primary   (BENCH_WORKERS; default 0)
   --scenario <name>     which funnel (kind of payment): card, extpay or threeds  (BENCH_SCENARIO, default card)
   --client <name>       how the driver calls the API: http (node:http, keep-alive) or sdk
                         (the typed @checkstand/client over fetch, several times the driver's CPU)
@@ -185,7 +189,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     flags[name] = value;
   }
-  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'scenario', 'client', ...BOOLEAN]);
+  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', ...BOOLEAN]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
 
   const positive = (n: number) => n > 0;
@@ -206,6 +210,13 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       const n = num('processes', raw, 1, (x) => Number.isInteger(x) && x >= 1 && x <= 64, 'an integer from 1 to 64');
       if (!env.DATABASE_URL) throw new UsageError('--processes runs `checkstand serve --processes N` on PostgreSQL: set DATABASE_URL (the embedded database has one owner process)');
       return n;
+    })(),
+    workers: (() => {
+      const raw = flags.workers ?? env.BENCH_WORKERS;
+      if (raw === undefined || raw === '') return 0;
+      const m = num('workers', raw, 0, (x) => Number.isInteger(x) && x >= 0 && x <= 16, 'an integer from 0 to 16');
+      if (m > 0 && (flags.processes ?? env.BENCH_PROCESSES ?? '') === '') throw new UsageError('--workers needs --processes: in process the outbox worker runs on the server thread');
+      return m;
     })(),
     scenario: oneOf('scenario', flags.scenario ?? env.BENCH_SCENARIO, SCENARIOS, 'card'),
     client: oneOf('client', flags.client ?? env.BENCH_CLIENT, BENCH_CLIENTS, 'http'),
@@ -374,8 +385,11 @@ interface Report {
       xact_commit: { total: number; per_flow: number | null } | null;
       /** PostgreSQL only: what the server wrote to its WAL in the measured window, per completed funnel (bench/wal.ts). */
       wal: WalFigures | null;
-      /** In process, or `serve --processes N --with-worker` (the CPU above then sums the primary and every child). */
-      server_processes: { mode: 'in-process' | 'child processes'; api_processes: number; pids: number[] };
+      /**
+       * In process, or `serve --processes N --with-worker`, or `serve --processes N` and
+       * `worker_processes` × `checkstand worker` (the CPU above then sums every one of them).
+       */
+      server_processes: { mode: 'in-process' | 'child processes'; api_processes: number; worker_processes?: number; pids: number[] };
       /** Resident memory at the end of the measured window: each server process (in process: this whole process, helper threads included). */
       rss_mb: { per_process: Record<string, number>; max: number } | null;
       /** `--processes`: each server process's CPU in the measured window per completed funnel, ms (its share of server_cpu_ms_per_flow). */
@@ -484,7 +498,7 @@ function printSummary(r: Report, file: string | null): void {
   );
   const sp = srv.server_processes;
   lines.push(
-    `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `checkstand serve --processes ${sp.api_processes} --with-worker (primary + ${sp.api_processes} API processes, pids ${sp.pids.join(', ')})`}` +
+    `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `${serverCommand(sp.api_processes, sp.worker_processes ?? 0)} (${processesLabel(sp.api_processes, sp.worker_processes ?? 0)}, pids ${sp.pids.join(', ')})`}` +
       `    RSS at the end: ${srv.rss_mb ? Object.entries(srv.rss_mb.per_process).map(([k, v]) => `${k} ${v} MB`).join(', ') : '?'}`,
   );
   if (srv.cpu_ms_per_flow_by_process) {
@@ -568,6 +582,13 @@ function runDriver(
       else reject(new Error(`the load driver thread exited (code ${code}) without a result`));
     });
   });
+}
+
+/** What the server processes are: `primary + 2 API processes`, `1 API process + 1 worker process`. */
+function processesLabel(api: number, workers: number): string {
+  const apis = `${api} API process${api === 1 ? '' : 'es'}`;
+  if (workers === 0) return api === 1 ? `${apis}, with the worker` : `primary + ${apis}`;
+  return `${api === 1 ? apis : `primary + ${apis}`} + ${workers} worker process${workers === 1 ? '' : 'es'}`;
 }
 
 /** A free TCP port on loopback, for the `serve --processes` children to share. */
@@ -900,7 +921,10 @@ async function main(): Promise<number> {
         WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       };
       delete serverEnv.SERVE_PROCESSES;
-      servers = await startServerProcesses(opts.processes, await freePort(), serverEnv, { cpuProfileDir: opts.profile ? path.join(tmpDir, 'cpu-profiles') : undefined });
+      servers = await startServerProcesses(opts.processes, await freePort(), serverEnv, {
+        cpuProfileDir: opts.profile ? path.join(tmpDir, 'cpu-profiles') : undefined,
+        workers: opts.workers,
+      });
       baseUrl = servers.url;
     }
     const health = await fetch(`${baseUrl}/readyz`);
@@ -942,7 +966,7 @@ async function main(): Promise<number> {
       await statsClient.connect();
       walInspectNote = await enableWalInspect(statsClient, { create: opts.freshDb });
     }
-    log(`server ready at ${baseUrl}${servers ? ` (serve --processes ${opts.processes}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
+    log(`server ready at ${baseUrl}${servers ? ` (${serverCommand(opts.processes!, opts.workers)}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
     log(
       `load: scenario ${opts.scenario} (${SCENARIO_STEPS[opts.scenario].map((e) => STEP_NAMES[e]).join(' → ')}), ${opts.concurrency} concurrent funnels, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
         `driver client ${opts.client}; progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? (opts.processes === null ? '; profiling the server thread' : '; every server process profiling itself') : ''}`,
@@ -1100,7 +1124,16 @@ async function main(): Promise<number> {
               const cpuByProcess: Record<string, number> = {};
               for (const pid of serverPids) {
                 const name = processName(pid);
-                const label = pid === servers.primaryPid ? 'primary' : name === 'node' ? 'api' : name;
+                // `serve --processes 1` is the API process itself; a worker process's own children (tsx's esbuild) go by their name.
+                const label = servers.workerPids.includes(pid)
+                  ? 'worker'
+                  : pid === servers.primaryPid
+                    ? opts.processes === 1 && opts.workers > 0
+                      ? 'api'
+                      : 'primary'
+                    : name === 'node'
+                      ? 'api'
+                      : name;
                 processLabels.set(pid, label);
                 const cpuEnd = end.get(pid);
                 if (cpuEnd !== undefined) cpuByProcess[`${label} ${pid}`] = cpuEnd - (serverCpuStart.get(pid) ?? 0);
@@ -1109,7 +1142,7 @@ async function main(): Promise<number> {
                 perProcess[`${label} ${pid}`] = Math.round(b / 2 ** 20);
               }
               // The target is per Checkstand process: tsx's esbuild helpers are listed, not judged.
-              const values = Object.entries(perProcess).filter(([k]) => k.startsWith('primary') || k.startsWith('api')).map(([, v]) => v);
+              const values = Object.entries(perProcess).filter(([k]) => k.startsWith('primary') || k.startsWith('api') || k.startsWith('worker')).map(([, v]) => v);
               rssAtEnd = values.length ? { per_process: perProcess, max: Math.max(...values) } : null;
               cpuMsByProcess = cpuByProcess;
             } else {
@@ -1501,7 +1534,7 @@ async function main(): Promise<number> {
         threads:
           opts.processes === null
             ? `main: server + outbox worker (+ PGlite); worker threads: driver, sandbox (${provider.label}), webhook receiver`
-            : `server: checkstand serve --processes ${opts.processes} --with-worker (child processes); this process: setup and checks; worker threads: driver, sandbox (${provider.label}), webhook receiver`,
+            : `server: ${serverCommand(opts.processes, opts.workers)} (child processes); this process: setup and checks; worker threads: driver, sandbox (${provider.label}), webhook receiver`,
         worker:
           opts.processes === null
             ? `startWorker(ctx, log, { schedules: [${BENCH_SCHEDULES.map((x) => x.name).join(', ')}] }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
@@ -1585,6 +1618,7 @@ async function main(): Promise<number> {
           server_processes: {
             mode: opts.processes === null ? 'in-process' : 'child processes',
             api_processes: opts.processes ?? 1,
+            ...(opts.processes !== null ? { worker_processes: opts.workers } : {}),
             pids: opts.processes === null ? [process.pid] : serverPids,
           },
           rss_mb: rssMb,

@@ -1,8 +1,9 @@
 /**
  * `npm run bench -- --processes N`: the API as real `checkstand serve --processes N --with-worker`
- * processes (a cluster primary that runs the outbox worker, and N API children sharing one port),
- * and what the bench reads about them from /proc (Linux): CPU time of the primary and every child,
- * and their resident memory.
+ * processes (a cluster primary that runs the outbox worker, and N API children sharing one port);
+ * with `--workers M`, `checkstand serve --processes N` and M `checkstand worker` processes beside it
+ * (README, "Scale past one machine": they share only PostgreSQL). And what the bench reads about
+ * them from /proc (Linux): CPU time of every process, and their resident memory.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,6 +17,8 @@ const MS_PER_TICK = 10;
 export interface ServerProcesses {
   url: string;
   primaryPid: number;
+  /** The `checkstand worker` processes (`--workers M`); none when the primary runs the worker. */
+  workerPids: number[];
   /** The primary and its children running now. */
   pids(): number[];
   /** The last lines the processes wrote (for a failure message). */
@@ -29,17 +32,29 @@ function exited(child: ChildProcess): Promise<{ code: number | null; signal: Nod
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 }
 
-/** Starts `checkstand serve --processes N --with-worker` on `port`; resolves once its banner says every child listens. */
+/** The command line of the server processes, as the report names them. */
+export function serverCommand(processes: number, workers: number): string {
+  return workers > 0 ? `checkstand serve --processes ${processes} + ${workers} × checkstand worker` : `checkstand serve --processes ${processes} --with-worker`;
+}
+
+/**
+ * Starts `checkstand serve --processes N --with-worker` on `port` (or, with `workers` > 0,
+ * `serve --processes N` and that many `checkstand worker` processes); resolves once serve's banner
+ * says every child listens. A worker needs no signal of readiness: it drains what is queued when
+ * it starts, and the bench's warm-up covers its start.
+ */
 export async function startServerProcesses(
   processes: number,
   port: number,
   env: NodeJS.ProcessEnv,
-  opts: { timeoutMs?: number; cpuProfileDir?: string } = {},
+  opts: { timeoutMs?: number; cpuProfileDir?: string; workers?: number } = {},
 ): Promise<ServerProcesses> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
+  const workerCount = opts.workers ?? 0;
   // `--cpu-prof` on the primary: its API children inherit the primary's node flags (cluster's execArgv).
   const profiling = opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`] : [];
-  const child = spawn(process.execPath, [...profiling, BIN, 'serve', '--processes', String(processes), '--with-worker'], {
+  const serveArgs = ['serve', '--processes', String(processes), ...(workerCount > 0 ? [] : ['--with-worker'])];
+  const child = spawn(process.execPath, [...profiling, BIN, ...serveArgs], {
     env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -72,19 +87,40 @@ export async function startServerProcesses(
     child.stdout!.on('data', check);
   });
   const primaryPid = child.pid!;
+  const workers: ChildProcess[] = [];
+  for (let i = 0; i < workerCount; i++) {
+    const w = spawn(process.execPath, [...profiling, BIN, 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    process.once('exit', () => {
+      if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+    });
+    w.stdout!.on('data', keep);
+    w.stderr!.on('data', keep);
+    workers.push(w);
+  }
+  const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+  /** SIGTERM, SIGKILL after `ms`; resolves with how it exited. */
+  const stopOne = async (c: ChildProcess, ms: number) => {
+    if (running(c)) c.kill('SIGTERM');
+    const timer = setTimeout(() => c.kill('SIGKILL'), ms);
+    try {
+      return await exited(c);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   return {
     url: `http://127.0.0.1:${port}`,
     primaryPid,
-    pids: () => (child.exitCode === null && child.signalCode === null ? [primaryPid, ...descendants(primaryPid)] : []),
+    workerPids: workers.map((w) => w.pid!),
+    pids: () => [
+      ...(running(child) ? [primaryPid, ...descendants(primaryPid)] : []),
+      ...workers.filter(running).flatMap((w) => [w.pid!, ...descendants(w.pid!)]),
+    ],
     output: () => out,
     async stop(stopTimeoutMs = 60_000) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
-      try {
-        return await exited(child);
-      } finally {
-        clearTimeout(timer);
-      }
+      // The workers first (each finishes what it holds), then serve; the first that did not exit 0 is the answer.
+      const results = [...(await Promise.all(workers.map((w) => stopOne(w, stopTimeoutMs)))), await stopOne(child, stopTimeoutMs)];
+      return results.find((r) => r.code !== 0) ?? results[results.length - 1]!;
     },
   };
 }

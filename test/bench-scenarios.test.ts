@@ -134,6 +134,33 @@ describe('bench --scenario', () => {
     expect(r.stderr).toContain('--scenario must be one of card, extpay, threeds, got "paypal"');
     expect(r.report).toBeNull();
   });
+
+  it('refuses --workers without --processes (exit 2): in process the worker runs on the server thread', async () => {
+    const r = await runBench(['--workers', '1']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--workers needs --processes');
+    expect(r.report).toBeNull();
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes N --workers M on PostgreSQL (needs TEST_DATABASE_URL; skipped without it)', () => {
+  it('runs serve without its worker and the outbox worker as its own process: every check ok, each process measured', async () => {
+    const url = new URL(process.env.TEST_DATABASE_URL!);
+    url.pathname = `/checkstand_bench_workers_${process.pid}`;
+    const r = await runBench(['--processes', '1', '--workers', '1', '--fresh-db', '--duration', '2', '--warmup', '0', '--concurrency', '2'], url.toString());
+    expect(r.code, explain(r)).toBe(0);
+    const rep = r.report;
+    expect(rep.passed, explain(r)).toBe(true);
+    // Only the worker process delivers: serve ran without --with-worker, and every webhook and mail went out.
+    const checks = Object.fromEntries(rep.results.checks.map((c: { name: string; ok: boolean; detail: string }) => [c.name, c]));
+    for (const name of ['sandbox ledger', 'orders completed once', 'webhooks', 'mail', 'server stop']) expect(checks[name], name).toMatchObject({ ok: true });
+    const srv = rep.results.server;
+    expect(srv.server_processes).toMatchObject({ mode: 'child processes', api_processes: 1, worker_processes: 1 });
+    const byProcess = Object.keys(srv.cpu_ms_per_flow_by_process ?? {}).map((k) => k.split(' ')[0]).sort();
+    expect(byProcess, explain(r)).toEqual(['api', 'worker']);
+    expect(Object.keys(srv.rss_mb.per_process).some((k) => k.startsWith('worker '))).toBe(true);
+    expect(r.stdout).toContain('checkstand serve --processes 1 + 1 × checkstand worker (1 API process + 1 worker process');
+  }, RUN_TIMEOUT_MS + 30_000);
 });
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes --profile on PostgreSQL (needs TEST_DATABASE_URL; skipped without it)', () => {
