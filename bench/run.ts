@@ -1374,7 +1374,7 @@ async function main(): Promise<number> {
         target: `≤ ${TARGETS.sql_statements_per_flow} from the API, ≤ ${TARGETS.worker_sql_statements_per_flow} from the worker`,
         measured:
           statementsBySource === null
-            ? servers
+            ? opts.processes !== null
               ? '? (child processes)'
               : '? (not counted apart without a warm-up)'
             : `API ${statementsBySource.api}, worker ${statementsBySource.worker}`,
