@@ -59,7 +59,7 @@ import {
   summarize,
   total,
 } from './stats.ts';
-import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, processName, rssBytes, serverCommand, startServerProcesses } from './server-processes.ts';
+import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
 import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
@@ -498,7 +498,7 @@ function printSummary(r: Report, file: string | null): void {
   );
   const sp = srv.server_processes;
   lines.push(
-    `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `${serverCommand(sp.api_processes, sp.worker_processes ?? 0)} (${processesLabel(sp.api_processes, sp.worker_processes ?? 0)}, pids ${sp.pids.join(', ')})`}` +
+    `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `${serverCommand(sp.api_processes, sp.worker_processes ?? 0)} (${serverProcessesLabel(sp.api_processes, sp.worker_processes ?? 0)}, pids ${sp.pids.join(', ')})`}` +
       `    RSS at the end: ${srv.rss_mb ? Object.entries(srv.rss_mb.per_process).map(([k, v]) => `${k} ${v} MB`).join(', ') : '?'}`,
   );
   if (srv.cpu_ms_per_flow_by_process) {
@@ -582,13 +582,6 @@ function runDriver(
       else reject(new Error(`the load driver thread exited (code ${code}) without a result`));
     });
   });
-}
-
-/** What the server processes are: `primary + 2 API processes`, `1 API process + 1 worker process`. */
-function processesLabel(api: number, workers: number): string {
-  const apis = `${api} API process${api === 1 ? '' : 'es'}`;
-  if (workers === 0) return api === 1 ? `${apis}, with the worker` : `primary + ${apis}`;
-  return `${api === 1 ? apis : `primary + ${apis}`} + ${workers} worker process${workers === 1 ? '' : 'es'}`;
 }
 
 /** A free TCP port on loopback, for the `serve --processes` children to share. */
@@ -1123,17 +1116,7 @@ async function main(): Promise<number> {
               const perProcess: Record<string, number> = {};
               const cpuByProcess: Record<string, number> = {};
               for (const pid of serverPids) {
-                const name = processName(pid);
-                // `serve --processes 1` is the API process itself; a worker process's own children (tsx's esbuild) go by their name.
-                const label = servers.workerPids.includes(pid)
-                  ? 'worker'
-                  : pid === servers.primaryPid
-                    ? opts.processes === 1 && opts.workers > 0
-                      ? 'api'
-                      : 'primary'
-                    : name === 'node'
-                      ? 'api'
-                      : name;
+                const label = servers.role(pid);
                 processLabels.set(pid, label);
                 const cpuEnd = end.get(pid);
                 if (cpuEnd !== undefined) cpuByProcess[`${label} ${pid}`] = cpuEnd - (serverCpuStart.get(pid) ?? 0);

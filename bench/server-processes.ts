@@ -2,7 +2,7 @@
  * `npm run bench -- --processes N`: the API as real `checkstand serve --processes N --with-worker`
  * processes (a cluster primary that runs the outbox worker, and N API children sharing one port);
  * with `--workers M`, `checkstand serve --processes N` and M `checkstand worker` processes beside it
- * (README, "Scale past one machine": they share only PostgreSQL). And what the bench reads about
+ * (README, "Past one machine": they share only PostgreSQL). And what the bench reads about
  * them from /proc (Linux): CPU time of every process, and their resident memory.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -16,16 +16,21 @@ const MS_PER_TICK = 10;
 
 export interface ServerProcesses {
   url: string;
-  primaryPid: number;
-  /** The `checkstand worker` processes (`--workers M`); none when the primary runs the worker. */
-  workerPids: number[];
-  /** The primary and its children running now. */
+  /** The primary and its children running now, and the `checkstand worker` processes (`--workers M`) and theirs. */
   pids(): number[];
+  /**
+   * What `pid` is, as the report labels it: `primary` (the cluster primary; with `--processes 1`
+   * and the worker in it, the one serve process), `api`, `worker`, or a helper's command name
+   * (tsx's `esbuild`).
+   */
+  role(pid: number): string;
   /** The last lines the processes wrote (for a failure message). */
   output(): string;
   /** SIGTERM to the primary (it stops the children and the worker), SIGKILL after `timeoutMs`. */
   stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
+
+const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
 
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
@@ -35,6 +40,13 @@ function exited(child: ChildProcess): Promise<{ code: number | null; signal: Nod
 /** The command line of the server processes, as the report names them. */
 export function serverCommand(processes: number, workers: number): string {
   return workers > 0 ? `checkstand serve --processes ${processes} + ${workers} × checkstand worker` : `checkstand serve --processes ${processes} --with-worker`;
+}
+
+/** What the server processes are: `primary + 2 API processes`, `1 API process + 1 worker process`. */
+export function serverProcessesLabel(processes: number, workers: number): string {
+  const apis = `${processes} API process${processes === 1 ? '' : 'es'}`;
+  if (workers === 0) return processes === 1 ? `${apis}, with the worker` : `primary + ${apis}`;
+  return `${processes === 1 ? apis : `primary + ${apis}`} + ${workers} worker process${workers === 1 ? '' : 'es'}`;
 }
 
 /**
@@ -53,20 +65,21 @@ export async function startServerProcesses(
   const workerCount = opts.workers ?? 0;
   // `--cpu-prof` on the primary: its API children inherit the primary's node flags (cluster's execArgv).
   const profiling = opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`] : [];
-  const serveArgs = ['serve', '--processes', String(processes), ...(workerCount > 0 ? [] : ['--with-worker'])];
-  const child = spawn(process.execPath, [...profiling, BIN, ...serveArgs], {
-    env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  process.once('exit', () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + String(d)).slice(-20_000);
   };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  /** A `checkstand` command as a child process: its output kept for a failure message, killed if the bench exits first. */
+  const start = (args: string[], childEnv: NodeJS.ProcessEnv) => {
+    const c = spawn(process.execPath, [...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    process.once('exit', () => {
+      if (running(c)) c.kill('SIGKILL');
+    });
+    c.stdout!.on('data', keep);
+    c.stderr!.on('data', keep);
+    return c;
+  };
+  const child = start(['serve', '--processes', String(processes), ...(workerCount > 0 ? [] : ['--with-worker'])], { ...env, HOST: '127.0.0.1', PORT: String(port) });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -87,17 +100,8 @@ export async function startServerProcesses(
     child.stdout!.on('data', check);
   });
   const primaryPid = child.pid!;
-  const workers: ChildProcess[] = [];
-  for (let i = 0; i < workerCount; i++) {
-    const w = spawn(process.execPath, [...profiling, BIN, 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    process.once('exit', () => {
-      if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
-    });
-    w.stdout!.on('data', keep);
-    w.stderr!.on('data', keep);
-    workers.push(w);
-  }
-  const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+  const workers = Array.from({ length: workerCount }, () => start(['worker'], env));
+  const workerPids = new Set(workers.map((w) => w.pid!));
   /** SIGTERM, SIGKILL after `ms`; resolves with how it exited. */
   const stopOne = async (c: ChildProcess, ms: number) => {
     if (running(c)) c.kill('SIGTERM');
@@ -110,8 +114,13 @@ export async function startServerProcesses(
   };
   return {
     url: `http://127.0.0.1:${port}`,
-    primaryPid,
-    workerPids: workers.map((w) => w.pid!),
+    role: (pid) => {
+      if (workerPids.has(pid)) return 'worker';
+      // `serve --processes 1` has no cluster primary: beside worker processes it is the API process; with the worker in it, `primary` (API and worker).
+      if (pid === primaryPid) return processes === 1 && workerCount > 0 ? 'api' : 'primary';
+      const name = processName(pid);
+      return name === 'node' ? 'api' : name;
+    },
     pids: () => [
       ...(running(child) ? [primaryPid, ...descendants(primaryPid)] : []),
       ...workers.filter(running).flatMap((w) => [w.pid!, ...descendants(w.pid!)]),
