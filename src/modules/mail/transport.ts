@@ -1,6 +1,7 @@
-import fs from 'node:fs/promises';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import nodemailer from 'nodemailer';
+import { fromRoot } from '../../app/project-root.ts';
 
 export interface OutgoingMail {
   /** Our mail id: the Message-ID is derived from it, so every retry carries the same one. */
@@ -64,34 +65,83 @@ export function smtpTransport(url: string): MailTransport {
   };
 }
 
-/** Builds each message as SMTP would send it and writes it to `<dir>/<mail id>.eml`. */
+/**
+ * Builds each message as SMTP would send it and writes it to `<dir>/<mail id>.eml`, on a thread of
+ * its own (eml-writer.mjs): this thread only hands it the message and waits for its answer.
+ */
 export function fileTransport(dir: string): MailTransport {
-  const builder = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
-  const fileOf = (id: string) => path.join(dir, `${id}.eml`);
-  // The folder is made when a write finds it missing (the first, or after it was removed), not before every message.
-  const writeTmp = async (tmp: string, message: Buffer) => {
-    try {
-      await fs.writeFile(tmp, message);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      await fs.mkdir(dir, { recursive: true });
-      await fs.writeFile(tmp, message);
-    }
-  };
+  const writer = new EmlWriterThread();
   return {
     kind: 'file',
     async send(mail) {
-      const info = await builder.sendMail(envelopeOf(mail));
-      // Write then rename: a reader never sees half a message.
-      const tmp = `${fileOf(mail.id)}.${process.pid}.tmp`;
-      await writeTmp(tmp, info.message as Buffer);
-      await fs.rename(tmp, fileOf(mail.id));
-      return { transport: 'file', ref: info.messageId };
+      const ref = await writer.write(dir, mail.id, envelopeOf(mail));
+      return { transport: 'file', ref };
     },
-    emlPath: fileOf,
-    close: () => builder.close(),
+    emlPath: (id) => path.join(dir, `${id}.eml`),
+    close: () => writer.close(),
   };
 }
+
+type Pending = { resolve: (ref: string) => void; reject: (err: Error) => void };
+
+/**
+ * The writer thread, started at the first mail (a server that sends none never starts it). It
+ * holds the process open only while a mail is being written. If it dies, the mails it held fail
+ * (the drainer counts each as a failed attempt, to retry) and the next mail starts a new one.
+ */
+class EmlWriterThread {
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+
+  write(dir: string, id: string, envelope: ReturnType<typeof envelopeOf>): Promise<string> {
+    const worker = this.worker ?? this.start();
+    const seq = ++this.seq;
+    return new Promise<string>((resolve, reject) => {
+      if (this.pending.size === 0) worker.ref();
+      this.pending.set(seq, { resolve, reject });
+      worker.postMessage({ seq, dir, id, envelope });
+    });
+  }
+
+  close(): void {
+    const worker = this.worker;
+    this.worker = null;
+    this.failAll(new Error('the mail transport was closed'));
+    void worker?.terminate();
+  }
+
+  private start(): Worker {
+    // No tsx loader in the thread (execArgv): its file is plain JavaScript.
+    const worker = new Worker(WRITER_FILE, { execArgv: [], name: 'eml-writer' });
+    worker.unref();
+    worker.on('message', (m: { seq: number; ref?: string; error?: string }) => {
+      const p = this.pending.get(m.seq);
+      if (!p) return;
+      this.pending.delete(m.seq);
+      if (this.pending.size === 0) worker.unref();
+      if (m.error !== undefined) p.reject(new Error(m.error));
+      else p.resolve(m.ref!);
+    });
+    const gone = (err: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = null;
+      this.failAll(err);
+    };
+    worker.on('error', (err) => gone(new Error(`the mail file writer failed: ${err.message}`)));
+    worker.on('exit', (code) => gone(new Error(`the mail file writer stopped (exit code ${code})`)));
+    this.worker = worker;
+    return worker;
+  }
+
+  private failAll(err: Error): void {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) p.reject(err);
+  }
+}
+
+const WRITER_FILE = fromRoot('src/modules/mail/eml-writer.mjs');
 
 export function createMailTransport(opts: { smtpUrl: string | undefined; dataDir: string }): MailTransport {
   return opts.smtpUrl ? smtpTransport(opts.smtpUrl) : fileTransport(path.join(opts.dataDir, 'mail'));
