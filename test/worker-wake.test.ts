@@ -245,4 +245,23 @@ describe('statements per outcome', () => {
     expect(delivery).toMatchObject({ status: 'succeeded' });
     await deleteEndpoint(ep.id);
   });
+
+  it('the mails of one claim that went out are recorded in one statement: three mails, one claim and one update', async () => {
+    await app.ctx.services.mail.drainer.drain(app.ctx, log);
+    const events: { id: string }[] = [];
+    for (let i = 0; i < 3; i++) events.push(await emit('order.completed', 10 + i, await createOrder()));
+
+    const statements = await countStatements(() => app.ctx.services.mail.drainer.drain(app.ctx, log));
+    const mails = await app.store.run((db) =>
+      db.selectFrom('mail_messages').select(['status', 'attempt_count', 'transport_ref']).where('event_id', 'in', events.map((e) => e.id)).execute(),
+    );
+    expect(mails.map((m) => [m.status, m.attempt_count])).toEqual([
+      ['sent', 1],
+      ['sent', 1],
+      ['sent', 1],
+    ]);
+    // Each keeps its own Message-ID.
+    expect(new Set(mails.map((m) => m.transport_ref)).size).toBe(3);
+    expect(statements, statements.join('\n')).toHaveLength(2);
+  });
 });

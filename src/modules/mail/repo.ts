@@ -35,27 +35,18 @@ export async function claimDueMail(db: Executor, limit: number, leaseMs: number)
   return r.rows;
 }
 
-export async function markMailSent(db: Executor, id: string, sent: { transport: string; ref: string }): Promise<void> {
-  await db.executeQuery(markMailSentQuery(db, id, sent.transport, sent.ref));
+/**
+ * The mails of one claim that went out, recorded in one statement (their transport is the same;
+ * each keeps its own Message-ID). A row no longer pending (cancelled meanwhile) is left as it is.
+ */
+export async function markMailsSent(db: Executor, transport: string, sent: readonly { id: string; ref: string }[]): Promise<void> {
+  if (sent.length === 0) return;
+  await sql`
+    UPDATE mail_messages m SET status = 'sent', attempt_count = m.attempt_count + 1, transport = ${transport},
+      transport_ref = s.ref, sent_at = now(), next_attempt_at = NULL, locked_until = NULL, last_error = NULL, updated_at = now()
+    FROM unnest(${sent.map((x) => x.id)}::text[], ${sent.map((x) => x.ref)}::text[]) AS s(id, ref)
+    WHERE m.id = s.id AND m.status = 'pending'`.execute(db);
 }
-
-const markMailSentQuery = template(['value', 'value', 'value'], (db: Executor, id: string, transport: string, ref: string) =>
-  db
-    .updateTable('mail_messages')
-    .set({
-      status: 'sent',
-      attempt_count: sql`attempt_count + 1`,
-      transport,
-      transport_ref: ref,
-      sent_at: sql`now()`,
-      next_attempt_at: null,
-      locked_until: null,
-      last_error: null,
-      updated_at: sql`now()`,
-    })
-    .where('id', '=', id)
-    .where('status', '=', 'pending'),
-);
 
 /** A check of the mail's kind said not to send it: it is never sent, and `last_error` says why. */
 export async function markMailCancelled(db: Executor, id: string, reason: string): Promise<void> {

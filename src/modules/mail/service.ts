@@ -205,8 +205,9 @@ export class MailService implements EventSink {
   }
 
   /**
-   * One drain: claim due mail (one statement), send it, record each outcome (one statement each);
-   * again while a claim comes back full, so nothing due is left behind. Returns how many were attempted.
+   * One drain: claim due mail (one statement), send it, record the ones that went out (one
+   * statement for all of them) and each failure or cancellation (one each); again while a claim
+   * comes back full, so nothing due is left behind. Returns how many were attempted.
    */
   async sendDueMail(log?: Logger): Promise<number> {
     let total = 0;
@@ -214,20 +215,26 @@ export class MailService implements EventSink {
       const claimed = await this.store.run((db) => repo.claimDueMail(db, this.batchSize, this.leaseMs));
       total += claimed.length;
       const results = await Promise.allSettled(claimed.map((m) => this.sendOne(m, log)));
+      const sent = results.flatMap((r) => (r.status === 'fulfilled' && r.value ? [r.value] : []));
+      // Only a transport error counts as a failed attempt: if recording the successes fails, the
+      // lease keeps these mails from being sent again until it runs out.
+      await this.store.run((db) => repo.markMailsSent(db, this.transport.kind, sent.map((s) => ({ id: s.mail.id, ref: s.ref }))));
+      for (const s of sent) log?.info({ mail: s.mail.id, transport: this.transport.kind, attempt: s.mail.attempt_count + 1 }, 'mail sent');
       const broken = results.find((r) => r.status === 'rejected');
       if (broken) throw broken.reason;
       if (claimed.length < this.batchSize) return total;
     }
   }
 
-  private async sendOne(m: Row<'mail_messages'>, log?: Logger): Promise<void> {
+  /** Sends one claimed mail: what went out, to record with the rest of its claim; null when it was cancelled or failed (recorded here). */
+  private async sendOne(m: Row<'mail_messages'>, log?: Logger): Promise<{ mail: Row<'mail_messages'>; ref: string } | null> {
     const attempt = m.attempt_count + 1;
     const check = this.sendChecks.get(m.kind);
     const stop = check ? await check(m) : null;
     if (stop !== null) {
       await this.store.run((db) => repo.markMailCancelled(db, m.id, stop));
       log?.info({ mail: m.id, kind: m.kind, reason: stop }, 'mail cancelled before sending');
-      return;
+      return null;
     }
     let sent: SentMail;
     try {
@@ -237,12 +244,9 @@ export class MailService implements EventSink {
       const error = errorText(err);
       await this.store.run((db) => repo.markMailAttemptFailed(db, m.id, { transport: this.transport.kind, error, retryInMs }));
       log?.warn({ mail: m.id, attempt, error, retry_in_ms: retryInMs }, retryInMs === null ? 'mail failed for good' : 'mail attempt failed; will retry');
-      return;
+      return null;
     }
-    // Only a transport error counts as a failed attempt: if recording the success fails, the
-    // lease keeps the mail from being sent again until it runs out.
-    await this.store.run((db) => repo.markMailSent(db, m.id, sent));
-    log?.info({ mail: m.id, transport: sent.transport, attempt }, 'mail sent');
+    return { mail: m, ref: sent.ref };
   }
 
   close(): void {
