@@ -356,6 +356,8 @@ interface Report {
       server_thread_cpu_cores: number | null;
       /** The server thread's CPU per completed funnel, ms: the cost of a funnel, less sensitive to a busy machine than the rates. */
       server_cpu_ms_per_flow: number | null;
+      /** In process: server_cpu_ms_per_flow, the main thread's and the mail file writer's (eml-writer) apart. */
+      server_cpu_ms_per_flow_by_thread: { main: number; mail_writer: number } | null;
       /** CPU seconds of the whole process (server + driver + sandbox + receiver threads) per wall second. */
       process_cpu_cores: number | null;
       /** CPU busy on the whole machine per wall second (this process, PostgreSQL, anything else running). */
@@ -488,7 +490,7 @@ function printSummary(r: Report, file: string | null): void {
   const srv = res.server;
   lines.push(
     `${srv.server_processes.mode === 'in-process' ? `server main thread busy: ${pct(srv.main_thread_utilization)}, CPU (main + mail writer threads)` : 'server processes CPU'} ${srv.server_thread_cpu_cores === null ? '?' : `${srv.server_thread_cpu_cores.toFixed(2)} cores`}` +
-      ` (${srv.server_cpu_ms_per_flow ?? '?'} ms CPU per funnel)` +
+      ` (${srv.server_cpu_ms_per_flow ?? '?'} ms CPU per funnel${srv.server_cpu_ms_per_flow_by_thread ? `: main ${srv.server_cpu_ms_per_flow_by_thread.main}, mail writer ${srv.server_cpu_ms_per_flow_by_thread.mail_writer}` : ''})` +
       `    process CPU: ${srv.process_cpu_cores === null ? '?' : `${srv.process_cpu_cores.toFixed(2)} cores`}` +
       `    machine CPU: ${srv.machine_cpu_cores === null ? '?' : `${srv.machine_cpu_cores.toFixed(2)} of ${r.machine.cpus} cores`}`,
   );
@@ -629,18 +631,19 @@ function taskCpuMs(tid: string): number {
  * helper threads (SERVER_THREAD_NAMES), from /proc/self/task (Linux). Null elsewhere. A helper
  * that exits takes its time with it: the mail writer lives as long as the server.
  */
-function serverThreadsCpuMs(): number | null {
+function serverThreadsCpuMs(): { main: number; helpers: number } | null {
   try {
-    let ms = taskCpuMs(String(process.pid));
+    const main = taskCpuMs(String(process.pid));
+    let helpers = 0;
     for (const tid of fs.readdirSync('/proc/self/task')) {
       if (tid === String(process.pid)) continue;
       try {
-        if (SERVER_THREAD_NAMES.has(fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim())) ms += taskCpuMs(tid);
+        if (SERVER_THREAD_NAMES.has(fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim())) helpers += taskCpuMs(tid);
       } catch {
         // the thread ended meanwhile
       }
     }
-    return ms;
+    return { main, helpers };
   } catch {
     return null;
   }
@@ -1016,9 +1019,11 @@ async function main(): Promise<number> {
     let eluWindow: EventLoopUtilization | undefined;
     const threadEluStart: { driver?: EventLoopUtilization; sandbox?: EventLoopUtilization; receiver?: EventLoopUtilization } = {};
     const threadEluWindow: Report['results']['server']['thread_utilization'] = { driver: null, sandbox: null, receiver: null };
-    let cpuStart: { usage: NodeJS.CpuUsage; machine: { busy: number; total: number }; mainMs: number | null; at: number } | undefined;
+    let cpuStart: { usage: NodeJS.CpuUsage; machine: { busy: number; total: number }; mainMs: { main: number; helpers: number } | null; at: number } | undefined;
     let cpuCores: number | null = null;
     let mainCores: number | null = null;
+    /** In process: the server threads' CPU over the window, ms, each apart. */
+    let threadCpuMs: { main: number; mail_writer: number } | null = null;
     let machineCores: number | null = null;
     let lastElu = performance.eventLoopUtilization();
     let poolWaitingMax = 0;
@@ -1151,7 +1156,10 @@ async function main(): Promise<number> {
               cpuMsByProcess = cpuByProcess;
             } else {
               const mainMs = serverThreadsCpuMs();
-              mainCores = mainMs !== null && cpuStart.mainMs !== null ? (mainMs - cpuStart.mainMs) / wallMs : null;
+              if (mainMs !== null && cpuStart.mainMs !== null) {
+                threadCpuMs = { main: mainMs.main - cpuStart.mainMs.main, mail_writer: mainMs.helpers - cpuStart.mainMs.helpers };
+                mainCores = (threadCpuMs.main + threadCpuMs.mail_writer) / wallMs;
+              }
               const rss = Math.round(process.memoryUsage().rss / 2 ** 20);
               rssAtEnd = { per_process: { [`this process ${process.pid}`]: rss }, max: rss };
               dbStatementsInWindow = db.statements - dbAtStart.statements;
@@ -1610,6 +1618,7 @@ async function main(): Promise<number> {
           thread_utilization: threadEluWindow,
           server_thread_cpu_cores: mainCores === null ? null : Math.round(mainCores * 100) / 100,
           server_cpu_ms_per_flow: cpuMsPerFlow,
+          server_cpu_ms_per_flow_by_thread: threadCpuMs === null ? null : { main: perFlow(threadCpuMs.main)!, mail_writer: perFlow(threadCpuMs.mail_writer)! },
           process_cpu_cores: cpuCores === null ? null : Math.round(cpuCores * 100) / 100,
           machine_cpu_cores: machineCores === null ? null : Math.round(machineCores * 100) / 100,
           db_pool_waiting_max: poolWaitingMax,
