@@ -99,4 +99,32 @@ describe('the funnel writes its rows and nothing on its configuration', () => {
     // Every list still has its team's or parent's index on seq.
     expect(indexes.filter((r) => r.table === 'orders' && r.columns === 'team_id,seq').map((r) => r.index)).toContain('orders_team_seq');
   });
+
+  it("keeps one index per key in the funnel's tables: orders' (team_id, id) serves the foreign keys and the prefix search, customers' (team_id, email) the same, one index over attempts in flight (0023)", async () => {
+    const tables = ['orders', 'order_lines', 'order_events', 'transactions', 'customers', 'payment_methods', 'fulfillments', 'events', 'webhook_deliveries', 'webhook_attempts', 'mail_messages'];
+    const indexes = await query(sql<{ table: string; index: string; key: string; unique: boolean; def: string }>`
+      select i.indrelid::regclass::text as table, i.indexrelid::regclass::text as index, i.indisunique as unique,
+             pg_get_indexdef(i.indexrelid) as def,
+             coalesce(pg_get_expr(i.indexprs, i.indrelid), '') || ' ' || i.indkey::text || ' where ' || coalesce(pg_get_expr(i.indpred, i.indrelid), '') as key
+      from pg_index i where i.indrelid::regclass::text = any (${tables})`);
+    // The same columns (and predicate) in two indexes, whatever their operator classes: every insert writes both.
+    const byKey = new Map<string, string[]>();
+    for (const r of indexes) byKey.set(`${r.table} ${r.key}`, [...(byKey.get(`${r.table} ${r.key}`) ?? []), r.index]);
+    expect([...byKey.values()].filter((names) => names.length > 1)).toEqual([]);
+    const orderKey = indexes.find((r) => r.index === 'orders_team_id_id_prefix');
+    expect(orderKey?.unique).toBe(true);
+    expect(orderKey?.def).toContain('text_pattern_ops');
+    // The tenant foreign keys to an order are made on it.
+    const keys = await query(sql<{ name: string; index: string }>`
+      select conname as name, conindid::regclass::text as index from pg_constraint where contype = 'f' and confrelid = 'orders'::regclass and array_length(conkey, 1) = 2`);
+    expect(keys.map((k) => k.name).sort()).toEqual(['fulfillments_order_fkey', 'order_events_order_fkey', 'order_lines_order_fkey', 'order_upsells_order_fkey', 'transactions_order_fkey']);
+    expect(new Set(keys.map((k) => k.index))).toEqual(new Set(['orders_team_id_id_prefix']));
+    expect(indexes.filter((r) => r.table === 'customers' && r.def.includes('(team_id, email')).map((r) => [r.index, r.unique])).toEqual([['customers_team_email', true]]);
+    expect(indexes.filter((r) => r.table === 'transactions' && r.def.includes('WHERE in_flight')).map((r) => r.index)).toEqual(['transactions_one_in_flight_per_step']);
+    // A row naming another team's order is still refused by the key on the one index.
+    const [order] = await query(sql<{ id: string }>`select id from orders where team_id = ${team.teamId} limit 1`);
+    const other = await app.newTeam('Write diet, other team');
+    const refused = await code(query(sql`insert into order_events (id, team_id, order_id, type) values ('oev_cross_team', ${other.teamId}, ${order!.id}, 'note')`));
+    expect(refused).toBe('23503');
+  });
 });
