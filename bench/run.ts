@@ -344,7 +344,8 @@ interface Report {
         window_delivered_per_s: number | null;
         window_events_per_s: number;
       };
-      mail: { rows: number; expected: number; by_status: Record<string, number> };
+      /** lag_ms: from the completion's transaction to the mail's recorded sending, whole run (warm-up and drain included). */
+      mail: { rows: number; expected: number; by_status: Record<string, number>; lag_ms: { p50: number; p99: number; max: number } | null };
     };
     checks: Check[];
     server: {
@@ -485,7 +486,8 @@ function printSummary(r: Report, file: string | null): void {
     `            ${lag}; signatures verified ${wh.received.verified}, bad ${wh.received.badSignatures}; ` +
       `in the window ${wh.window_delivered_per_s === null ? '?' : wh.window_delivered_per_s.toFixed(1)} delivered/s for ${wh.window_events_per_s.toFixed(1)} events/s`,
   );
-  lines.push(`  mail: ${se.mail.rows} rows for ${se.mail.expected} completed orders (${fmtCounts(se.mail.by_status)})   ${check('mail')}`);
+  const mailLag = se.mail.lag_ms ? `    lag p50 ${Number(se.mail.lag_ms.p50).toFixed(0)} ms, p99 ${Number(se.mail.lag_ms.p99).toFixed(0)} ms, max ${Number(se.mail.lag_ms.max).toFixed(0)} ms (whole run)` : '';
+  lines.push(`  mail: ${se.mail.rows} rows for ${se.mail.expected} completed orders (${fmtCounts(se.mail.by_status)})   ${check('mail')}${mailLag}`);
   lines.push(bar);
   const srv = res.server;
   lines.push(
@@ -1287,6 +1289,7 @@ async function main(): Promise<number> {
         completed_event_orders: number;
         completed_orders: number;
         mail: Record<string, number> | null;
+        mail_lag: { p50: number; p99: number; max: number } | null;
         events: Record<string, number> | null;
       }>`select
           (select count(*)::int from orders where team_id = ${seed.team_id}) as orders,
@@ -1297,6 +1300,8 @@ async function main(): Promise<number> {
           (select count(distinct order_id)::int from events where team_id = ${seed.team_id} and type = 'order.completed') as completed_event_orders,
           (select count(*)::int from orders where team_id = ${seed.team_id} and status = 'completed') as completed_orders,
           (select jsonb_object_agg(status, n) from (select status, count(*)::int as n from mail_messages where team_id = ${seed.team_id} group by status) m) as mail,
+          (select case when count(*) > 0 then jsonb_build_object('p50', percentile_cont(0.5) within group (order by ms), 'p99', percentile_cont(0.99) within group (order by ms), 'max', max(ms)) end
+             from (select extract(epoch from sent_at - created_at) * 1000 as ms from mail_messages where team_id = ${seed.team_id} and status = 'sent') l) as mail_lag,
           (select jsonb_object_agg(type, n) from (select type, count(*)::int as n from events where team_id = ${seed.team_id} and type in (${sql.join([...WEBHOOK_TYPES])}) group by type) e) as events`.execute(db),
     );
     const c = counts.rows[0]!;
@@ -1610,7 +1615,7 @@ async function main(): Promise<number> {
             window_delivered_per_s: atStart >= 0 && atEnd >= 0 && windowMs > 0 ? Math.round(((atEnd - atStart) * 10000) / windowMs) / 10 : null,
             window_events_per_s: windowMs > 0 ? Math.round((windowEvents * 10000) / windowMs) / 10 : 0,
           },
-          mail: { rows: mailRows, expected: expectedCompleted, by_status: mailByStatus },
+          mail: { rows: mailRows, expected: expectedCompleted, by_status: mailByStatus, lag_ms: c.mail_lag },
         },
         checks,
         server: {
