@@ -17,6 +17,9 @@
 --    are in flight only between the two commits around a provider's call, so the recovery's scan
 --    of the unique one (and a sort of what it finds) reads as few rows. Two entries fewer per
 --    funnel (each attempt's insert).
+--
+-- On a large database: the new unique indexes are built, and the five foreign keys re-checked (each
+-- reads its table once), under locks that hold writes to those tables until the migration ends.
 CREATE UNIQUE INDEX orders_team_id_id_prefix ON orders (team_id, id text_pattern_ops);
 ALTER TABLE order_lines DROP CONSTRAINT order_lines_order_fkey;
 ALTER TABLE order_events DROP CONSTRAINT order_events_order_fkey;
