@@ -7,7 +7,7 @@
  * Plain JavaScript, found from the project's root (src/app/project-root.ts), so the same file runs
  * whether the server runs from src/ through tsx or from the bundle in build/.
  *
- * Asked: `{ seq, dir, id, envelope }`. Answers `{ seq, ref }` (the Message-ID) once the file is in
+ * Asked: `{ seq, file, envelope }` (file: `<dir>/<mail id>.eml`). Answers `{ seq, ref }` (the Message-ID) once the file is in
  * place, or `{ seq, error }`. Writes go to a temporary name, then are renamed: a reader never sees
  * half a message, and a process that dies mid-write leaves only a `.tmp` (the mail, still claimed,
  * is sent again when its lease runs out, to the same file name).
@@ -15,13 +15,14 @@
 /* global process */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import nodemailer from 'nodemailer';
 
-// Linux: the thread names itself, so `top -H`, `ps -L` and the bench (bench/run.ts) tell it from
-// Node's other threads (all `node`). /proc/thread-self is this thread's own entry.
+// Linux: the thread names itself (transport.ts, EML_WRITER_THREAD), so `top -H`, `ps -L` and the
+// bench (bench/run.ts) tell it from Node's other threads (all `node`). /proc/thread-self is this
+// thread's own entry.
 try {
-  fs.writeFileSync('/proc/thread-self/comm', 'eml-writer');
+  fs.writeFileSync('/proc/thread-self/comm', workerData.threadName);
 } catch {
   // not Linux, or /proc not mounted: the thread keeps its name
 }
@@ -39,12 +40,11 @@ function writeTmp(dir, tmp, message) {
   }
 }
 
-parentPort.on('message', async ({ seq, dir, id, envelope }) => {
+parentPort.on('message', async ({ seq, file, envelope }) => {
   try {
     const info = await builder.sendMail(envelope);
-    const file = path.join(dir, `${id}.eml`);
     const tmp = `${file}.${process.pid}.tmp`;
-    writeTmp(dir, tmp, info.message);
+    writeTmp(path.dirname(file), tmp, info.message);
     fs.renameSync(tmp, file);
     parentPort.postMessage({ seq, ref: info.messageId });
   } catch (err) {

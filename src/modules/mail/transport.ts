@@ -71,13 +71,14 @@ export function smtpTransport(url: string): MailTransport {
  */
 export function fileTransport(dir: string): MailTransport {
   const writer = new EmlWriterThread();
+  const emlPath = (id: string) => path.join(dir, `${id}.eml`);
   return {
     kind: 'file',
     async send(mail) {
-      const ref = await writer.write(dir, mail.id, envelopeOf(mail));
+      const ref = await writer.write(emlPath(mail.id), envelopeOf(mail));
       return { transport: 'file', ref };
     },
-    emlPath: (id) => path.join(dir, `${id}.eml`),
+    emlPath,
     close: () => writer.close(),
   };
 }
@@ -94,13 +95,13 @@ class EmlWriterThread {
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
 
-  write(dir: string, id: string, envelope: ReturnType<typeof envelopeOf>): Promise<string> {
+  write(file: string, envelope: ReturnType<typeof envelopeOf>): Promise<string> {
     const worker = this.worker ?? this.start();
     const seq = ++this.seq;
     return new Promise<string>((resolve, reject) => {
       if (this.pending.size === 0) worker.ref();
       this.pending.set(seq, { resolve, reject });
-      worker.postMessage({ seq, dir, id, envelope });
+      worker.postMessage({ seq, file, envelope });
     });
   }
 
@@ -114,7 +115,7 @@ class EmlWriterThread {
   private start(): Worker {
     // No tsx loader in the thread (execArgv): its file is plain JavaScript. Its heap is bounded
     // (WRITER_HEAP): with V8's defaults the thread added ≈ 60 MB of RSS to its process, with these ≈ 28.
-    const worker = new Worker(WRITER_FILE, { execArgv: [], name: 'eml-writer', resourceLimits: WRITER_HEAP });
+    const worker = new Worker(WRITER_FILE, { execArgv: [], name: EML_WRITER_THREAD, workerData: { threadName: EML_WRITER_THREAD }, resourceLimits: WRITER_HEAP });
     worker.unref();
     worker.on('message', (m: { seq: number; ref?: string; error?: string }) => {
       const p = this.pending.get(m.seq);
@@ -143,6 +144,8 @@ class EmlWriterThread {
 }
 
 const WRITER_FILE = fromRoot('src/modules/mail/eml-writer.mjs');
+/** The writer thread's name: Linux shows it (`/proc/<tid>/comm`: `top -H`, `ps -L`), and the bench counts that thread's CPU by it. */
+export const EML_WRITER_THREAD = 'eml-writer';
 /**
  * The writer's heap: a small young generation (what a process's RSS grows by) and an old one far
  * above what it keeps (a message at a time). A thread that runs out of it stops; its mails fail
