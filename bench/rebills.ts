@@ -32,6 +32,7 @@ import { seedDemo } from '../src/app/seed.ts';
 import { CreateOffer } from '../src/modules/catalog/schemas.ts';
 import type { RebillTally } from '../src/modules/checkout/rebill.ts';
 import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
+import { statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -112,13 +113,7 @@ const log = (line: string) => process.stdout.write(`[bench:rebills] ${line}\n`);
 
 /** CPU time (user + system, ms) of this process's main thread, from /proc (Linux; 10 ms ticks). Null elsewhere. */
 function mainThreadCpuMs(): number | null {
-  try {
-    const stat = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
+  return statCpuMs(`/proc/self/task/${process.pid}/stat`);
 }
 
 /** Busy and total CPU time of the whole machine (ms), from os.cpus(). */

@@ -37,6 +37,7 @@ import type { Http } from '../src/app/http.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
+import { EML_WRITER_THREAD } from '../src/modules/mail/transport.ts';
 import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
 import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
@@ -59,7 +60,7 @@ import {
   summarize,
   total,
 } from './stats.ts';
-import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses } from './server-processes.ts';
+import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses, statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
 import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
@@ -615,40 +616,22 @@ function machineCpu(): { busy: number; total: number } {
 }
 
 /**
- * The server's own threads in this process besides the main one, by the name each gives itself
- * (/proc/<tid>/comm): the mail file transport's writer (src/modules/mail/eml-writer.mjs).
+ * CPU time (user + system, ms) of the server in this process: its main thread and the mail file
+ * transport's writer thread (found by its name, EML_WRITER_THREAD, in /proc/self/task/<tid>/comm;
+ * 0 before it started), from /proc (Linux). Null elsewhere. The writer lives as long as the server.
  */
-const SERVER_THREAD_NAMES = new Set(['eml-writer']);
-
-/** user + system ticks of /proc/self/task/<tid>/stat, in ms (clock ticks of 10 ms). */
-function taskCpuMs(tid: string): number {
-  const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based) → indexes 11 and 12 here.
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/**
- * CPU time (user + system, ms) of the server in this process: its main thread and its named
- * helper threads (SERVER_THREAD_NAMES), from /proc/self/task (Linux). Null elsewhere. A helper
- * that exits takes its time with it: the mail writer lives as long as the server.
- */
-function serverThreadsCpuMs(): { main: number; helpers: number } | null {
-  try {
-    const main = taskCpuMs(String(process.pid));
-    let helpers = 0;
-    for (const tid of fs.readdirSync('/proc/self/task')) {
-      if (tid === String(process.pid)) continue;
-      try {
-        if (SERVER_THREAD_NAMES.has(fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim())) helpers += taskCpuMs(tid);
-      } catch {
-        // the thread ended meanwhile
-      }
+function serverThreadsCpuMs(): { main: number; mailWriter: number } | null {
+  const main = statCpuMs(`/proc/self/task/${process.pid}/stat`);
+  if (main === null) return null;
+  let mailWriter = 0;
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    try {
+      if (tid !== String(process.pid) && fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === EML_WRITER_THREAD) mailWriter += statCpuMs(`/proc/self/task/${tid}/stat`) ?? 0;
+    } catch {
+      // the thread ended meanwhile
     }
-    return { main, helpers };
-  } catch {
-    return null;
   }
+  return { main, mailWriter };
 }
 
 /** A thread's event-loop utilisation since `since`, or null when it is gone. */
@@ -1021,7 +1004,7 @@ async function main(): Promise<number> {
     let eluWindow: EventLoopUtilization | undefined;
     const threadEluStart: { driver?: EventLoopUtilization; sandbox?: EventLoopUtilization; receiver?: EventLoopUtilization } = {};
     const threadEluWindow: Report['results']['server']['thread_utilization'] = { driver: null, sandbox: null, receiver: null };
-    let cpuStart: { usage: NodeJS.CpuUsage; machine: { busy: number; total: number }; mainMs: { main: number; helpers: number } | null; at: number } | undefined;
+    let cpuStart: { usage: NodeJS.CpuUsage; machine: { busy: number; total: number }; threads: { main: number; mailWriter: number } | null; at: number } | undefined;
     let cpuCores: number | null = null;
     let mainCores: number | null = null;
     /** In process: the server threads' CPU over the window, ms, each apart. */
@@ -1113,7 +1096,7 @@ async function main(): Promise<number> {
             threadEluStart.driver = driverThread?.performance.eventLoopUtilization();
             threadEluStart.sandbox = sandboxThread?.performance.eventLoopUtilization();
             threadEluStart.receiver = receiverThread?.performance.eventLoopUtilization();
-            cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), mainMs: serverThreadsCpuMs(), at: performance.now() };
+            cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), threads: serverThreadsCpuMs(), at: performance.now() };
             if (servers) serverCpuStart = cpuSnapshot(servers.pids());
             poolWaitingMax = 0;
             if (splitInWarmup) {
@@ -1157,9 +1140,9 @@ async function main(): Promise<number> {
               rssAtEnd = values.length ? { per_process: perProcess, max: Math.max(...values) } : null;
               cpuMsByProcess = cpuByProcess;
             } else {
-              const mainMs = serverThreadsCpuMs();
-              if (mainMs !== null && cpuStart.mainMs !== null) {
-                threadCpuMs = { main: mainMs.main - cpuStart.mainMs.main, mail_writer: mainMs.helpers - cpuStart.mainMs.helpers };
+              const threads = serverThreadsCpuMs();
+              if (threads !== null && cpuStart.threads !== null) {
+                threadCpuMs = { main: threads.main - cpuStart.threads.main, mail_writer: threads.mailWriter - cpuStart.threads.mailWriter };
                 mainCores = (threadCpuMs.main + threadCpuMs.mail_writer) / wallMs;
               }
               const rss = Math.round(process.memoryUsage().rss / 2 ** 20);

@@ -172,15 +172,24 @@ export function processName(pid: number): string {
   }
 }
 
-/** User + system CPU of the whole process `pid` (all its threads), ms; null when it is gone or not on Linux. */
-export function processCpuMs(pid: number): number | null {
+/**
+ * User + system CPU, ms, of a `/proc/…/stat` file: `/proc/<pid>/stat` (a whole process, all its
+ * threads) or `/proc/self/task/<tid>/stat` (one thread of this process). Null when it is gone or not on Linux.
+ */
+export function statCpuMs(file: string): number | null {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(file, 'utf8');
+    // After "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based) → indexes 11 and 12 here.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
   } catch {
     return null;
   }
+}
+
+/** User + system CPU of the whole process `pid` (all its threads), ms; null when it is gone or not on Linux. */
+export function processCpuMs(pid: number): number | null {
+  return statCpuMs(`/proc/${pid}/stat`);
 }
 
 /** Resident memory of `pid` in bytes (VmRSS), null when it is gone or not on Linux. */
