@@ -46,6 +46,8 @@ describe('the funnel writes its rows and nothing on its configuration', () => {
     await sandbox?.close();
   });
 
+  /** The tables a card funnel writes. */
+  const tables = ['orders', 'order_lines', 'order_events', 'transactions', 'customers', 'payment_methods', 'fulfillments', 'events', 'webhook_deliveries', 'webhook_attempts', 'mail_messages'];
   const code = (p: Promise<unknown>) => p.then(() => 'accepted', (err: { code?: string }) => err.code ?? String(err));
 
   it('a whole funnel (its lines, payment, saved card, upsell, completion, deliveries) leaves no lock on its team or configuration rows', async () => {
@@ -88,7 +90,6 @@ describe('the funnel writes its rows and nothing on its configuration', () => {
   });
 
   it("keeps no unique index on seq alone in the funnel's tables, and one index on a fulfillment's order", async () => {
-    const tables = ['orders', 'order_lines', 'order_events', 'transactions', 'customers', 'payment_methods', 'fulfillments', 'events', 'webhook_deliveries', 'webhook_attempts', 'mail_messages'];
     const indexes = await query(sql<{ table: string; index: string; columns: string }>`
       select i.indrelid::regclass::text as table, i.indexrelid::regclass::text as index,
              (select string_agg(attname, ',' order by k.ord) from unnest(i.indkey) with ordinality as k(attnum, ord)
@@ -101,7 +102,6 @@ describe('the funnel writes its rows and nothing on its configuration', () => {
   });
 
   it("keeps one index per key in the funnel's tables: orders' (team_id, id) serves the foreign keys and the prefix search, customers' (team_id, email) the same, one index over attempts in flight (0023)", async () => {
-    const tables = ['orders', 'order_lines', 'order_events', 'transactions', 'customers', 'payment_methods', 'fulfillments', 'events', 'webhook_deliveries', 'webhook_attempts', 'mail_messages'];
     const indexes = await query(sql<{ table: string; index: string; key: string; unique: boolean; def: string }>`
       select i.indrelid::regclass::text as table, i.indexrelid::regclass::text as index, i.indisunique as unique,
              pg_get_indexdef(i.indexrelid) as def,
