@@ -60,7 +60,7 @@ import {
   summarize,
   total,
 } from './stats.ts';
-import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses, statCpuMs } from './server-processes.ts';
+import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, localPostgresPids, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses, statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
 import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
@@ -364,6 +364,16 @@ interface Report {
       process_cpu_cores: number | null;
       /** CPU busy on the whole machine per wall second (this process, PostgreSQL, anything else running). */
       machine_cpu_cores: number | null;
+      /**
+       * PostgreSQL on this machine (DATABASE_URL's host is local): the CPU of all its processes
+       * (backends, WAL writer, checkpointer…) over the window, per completed funnel, ms. Null
+       * embedded (PGlite is in server_cpu_ms_per_flow) or when the server is elsewhere.
+       */
+      postgres_cpu_ms_per_flow: number | null;
+      /** machine_cpu_cores over the window per completed funnel, ms: everything the machine did for a funnel (server, database, the bench's own threads, anything else running). */
+      machine_cpu_ms_per_flow: number | null;
+      /** The funnels/s this machine's cores would allow at machine_cpu_ms_per_flow, all of them busy (cores × 1000 / that): the ceiling of this run's cost, not a measurement. */
+      machine_flows_per_s_bound: number | null;
       db_pool_waiting_max: number;
       /** SQL statements sent in the measured window (API and outbox worker), per completed funnel. In-process server only. */
       db_statements_per_flow: number | null;
@@ -497,6 +507,13 @@ function printSummary(r: Report, file: string | null): void {
       `    process CPU: ${srv.process_cpu_cores === null ? '?' : `${srv.process_cpu_cores.toFixed(2)} cores`}` +
       `    machine CPU: ${srv.machine_cpu_cores === null ? '?' : `${srv.machine_cpu_cores.toFixed(2)} of ${r.machine.cpus} cores`}`,
   );
+  if (srv.machine_cpu_ms_per_flow !== null) {
+    lines.push(
+      `CPU per funnel on this machine: ${srv.machine_cpu_ms_per_flow} ms in all (server ${srv.server_cpu_ms_per_flow ?? '?'}, ` +
+        `PostgreSQL ${srv.postgres_cpu_ms_per_flow ?? (r.database.kind === 'pglite' ? 'in the server' : 'not on this machine')}, the rest the bench's threads and anything else)` +
+        `    at that cost ${r.machine.cpus} cores allow at most ${srv.machine_flows_per_s_bound ?? '?'} funnels/s`,
+    );
+  }
   lines.push(
     `other threads busy: driver ${pct(srv.thread_utilization.driver)}, sandbox ${pct(srv.thread_utilization.sandbox)}, receiver ${pct(srv.thread_utilization.receiver)}` +
       `    db pool waiting (max): ${srv.db_pool_waiting_max}    SQL statements/funnel (API + outbox worker): ${srv.db_statements_per_flow ?? '?'}`,
@@ -1010,6 +1027,9 @@ async function main(): Promise<number> {
     /** In process: the server threads' CPU over the window, ms, each apart. */
     let threadCpuMs: { main: number; mail_writer: number } | null = null;
     let machineCores: number | null = null;
+    /** PostgreSQL on this machine: its processes' CPU at the window's start, and over the window per wall second. */
+    let pgCpuStart: Map<number, number> | null = null;
+    let pgCores: number | null = null;
     let lastElu = performance.eventLoopUtilization();
     let poolWaitingMax = 0;
     const pool = rt.ctx.store.pool;
@@ -1098,6 +1118,8 @@ async function main(): Promise<number> {
             threadEluStart.receiver = receiverThread?.performance.eventLoopUtilization();
             cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), threads: serverThreadsCpuMs(), at: performance.now() };
             if (servers) serverCpuStart = cpuSnapshot(servers.pids());
+            const pgPids = localPostgresPids(databaseUrl);
+            pgCpuStart = pgPids.length ? cpuSnapshot(pgPids) : null;
             poolWaitingMax = 0;
             if (splitInWarmup) {
               const from = splitFrom ?? { statements: 0, worker: 0 };
@@ -1119,6 +1141,7 @@ async function main(): Promise<number> {
             cpuCores = (used.user + used.system) / 1000 / wallMs;
             const m = machineCpu();
             machineCores = (m.busy - cpuStart.machine.busy) / wallMs;
+            if (pgCpuStart) pgCores = cpuBetweenMs(pgCpuStart, cpuSnapshot(localPostgresPids(databaseUrl))) / wallMs;
             if (servers && serverCpuStart) {
               // Every server process: the primary (and its outbox worker) and each API child.
               serverPids = servers.pids();
@@ -1337,6 +1360,10 @@ async function main(): Promise<number> {
     const rateGoal: TargetResult = { target: `≥ ${goalRate} funnels/s (${kind})`, measured: `${flowsPerS.toFixed(1)}/s`, met: flowsPerS >= goalRate };
     const perFlow = (n: number | null) => (n !== null && result.flowsCompleted > 0 ? Math.round((n / result.flowsCompleted) * 10) / 10 : null);
     const cpuMsPerFlow = mainCores !== null ? perFlow(mainCores * windowMs) : null;
+    // Set in the driver's phase callback, like mainCores.
+    const postgresCores = pgCores as number | null;
+    const postgresCpuMsPerFlow = postgresCores !== null ? perFlow(postgresCores * windowMs) : null;
+    const machineCpuMsPerFlow = machineCores !== null ? perFlow(machineCores * windowMs) : null;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
     const writesPerFlow = perFlow(dbWritesInWindow as number | null);
     // Set in the driver's phase callback (TypeScript cannot see that it ran): the window's statements in the warm-up's ratio.
@@ -1609,6 +1636,10 @@ async function main(): Promise<number> {
           server_cpu_ms_per_flow_by_thread: threadCpuMs === null ? null : { main: perFlow(threadCpuMs.main)!, mail_writer: perFlow(threadCpuMs.mail_writer)! },
           process_cpu_cores: cpuCores === null ? null : Math.round(cpuCores * 100) / 100,
           machine_cpu_cores: machineCores === null ? null : Math.round(machineCores * 100) / 100,
+          postgres_cpu_ms_per_flow: postgresCpuMsPerFlow,
+          machine_cpu_ms_per_flow: machineCpuMsPerFlow,
+          machine_flows_per_s_bound:
+            machineCpuMsPerFlow !== null && machineCpuMsPerFlow > 0 ? Math.round((os.cpus().length * 1000 * 10) / machineCpuMsPerFlow) / 10 : null,
           db_pool_waiting_max: poolWaitingMax,
           db_statements_per_flow: statementsPerFlow,
           db_statements_per_flow_by_source: statementsBySource,

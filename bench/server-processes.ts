@@ -192,6 +192,31 @@ export function processCpuMs(pid: number): number | null {
   return statCpuMs(`/proc/${pid}/stat`);
 }
 
+/**
+ * The PostgreSQL server's processes on this machine (postmaster, backends, checkpointer, WAL
+ * writer…: every process named `postgres` in /proc), when `databaseUrl` names this machine
+ * (127.0.0.1, ::1, localhost or a socket directory); empty otherwise or off Linux: a remote
+ * server's CPU is not this machine's, and another local server would be counted instead.
+ */
+export function localPostgresPids(databaseUrl: string | undefined): number[] {
+  if (!databaseUrl) return [];
+  let host: string;
+  try {
+    const u = new URL(databaseUrl);
+    host = u.searchParams.get('host') ?? u.hostname;
+  } catch {
+    return [];
+  }
+  if (!(host === '' || host.startsWith('/') || host === 'localhost' || host === '127.0.0.1' || host === '[::1]' || host === '::1')) return [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  return entries.filter((e) => /^\d+$/.test(e) && processName(Number(e)) === 'postgres').map(Number);
+}
+
 /** Resident memory of `pid` in bytes (VmRSS), null when it is gone or not on Linux. */
 export function rssBytes(pid: number): number | null {
   try {

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import { localPostgresPids } from '../bench/server-processes.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
@@ -57,6 +58,23 @@ function runBench(args: string[], databaseUrl?: string): Promise<BenchRun> {
 
 const explain = (r: BenchRun) => `exit ${r.code}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`;
 
+describe('the PostgreSQL processes the bench measures', () => {
+  it('are none for a server elsewhere or no DATABASE_URL: another machine\'s CPU is not counted as this one\'s', () => {
+    expect(localPostgresPids(undefined)).toEqual([]);
+    expect(localPostgresPids('postgres://u@db.internal.example:5432/checkstand')).toEqual([]);
+    expect(localPostgresPids('not a url')).toEqual([]);
+  });
+  it.skipIf(!process.env.TEST_DATABASE_URL)('are the local server\'s, by TCP on loopback or by its socket directory (needs TEST_DATABASE_URL)', () => {
+    const tcp = localPostgresPids(process.env.TEST_DATABASE_URL);
+    expect(tcp.length).toBeGreaterThan(1);
+    for (const pid of tcp) expect(fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim()).toBe('postgres');
+    // The same processes by a socket directory (the set may have changed meanwhile: the suite's other files connect and leave).
+    const socket = localPostgresPids('postgres://postgres@localhost/postgres?host=/var/run/postgresql');
+    expect(socket.length).toBeGreaterThan(1);
+    expect(socket.filter((p) => tcp.includes(p)).length).toBeGreaterThan(0);
+  });
+});
+
 describe('bench --scenario', () => {
   it('extpay: create order, pay on the hosted page, capture, upsell (202), complete; every check ok', async () => {
     const r = await runBench(['--scenario', 'extpay', '--duration', '2', '--warmup', '0', '--concurrency', '2']);
@@ -91,6 +109,11 @@ describe('bench --scenario', () => {
     expect(rep.results.server.db_statements_per_flow).toBeGreaterThan(0);
     expect(rep.results.server.db_statements_per_flow_by_source).toBeNull();
     expect(rep.targets.sql_statements_per_flow.measured).toBe('? (not counted apart without a warm-up)');
+    // Embedded: the database's CPU is the server's; the machine's CPU per funnel and the ceiling it sets are still reported.
+    expect(rep.results.server.postgres_cpu_ms_per_flow).toBeNull();
+    expect(rep.results.server.machine_cpu_ms_per_flow).toBeGreaterThan(0);
+    expect(rep.results.server.machine_flows_per_s_bound).toBeCloseTo((rep.machine.cpus * 1000) / rep.results.server.machine_cpu_ms_per_flow, 0);
+    expect(r.stdout).toContain('PostgreSQL in the server');
   }, RUN_TIMEOUT_MS + 30_000);
 
   it('threeds: lead, pay (redirect), the challenge page, capture, upsell, complete; every check ok', async () => {
@@ -160,6 +183,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes N --workers M
     expect(byProcess, explain(r)).toEqual(['api', 'worker']);
     expect(Object.keys(srv.rss_mb.per_process).some((k) => k.startsWith('worker '))).toBe(true);
     expect(r.stdout).toContain('checkstand serve --processes 1 + 1 × checkstand worker (1 API process + 1 worker process');
+    // PostgreSQL runs on this machine (CI's and this suite's): its processes' CPU over the window, per funnel, part of the machine's.
+    expect(srv.postgres_cpu_ms_per_flow, explain(r)).toBeGreaterThan(0);
+    expect(srv.machine_cpu_ms_per_flow).toBeGreaterThan(srv.postgres_cpu_ms_per_flow);
+    expect(r.stdout).toMatch(/CPU per funnel on this machine: [\d.]+ ms in all \(server [\d.]+, PostgreSQL [\d.]+,/);
   }, RUN_TIMEOUT_MS + 30_000);
 });
 
