@@ -246,6 +246,61 @@ describe('statements per outcome', () => {
     await deleteEndpoint(ep.id);
   });
 
+  it('the answers of one claim that come back together are recorded in one statement: a success, a retry, and one whose lease another worker took', async () => {
+    await app.ctx.services.webhooks.drainer.drain(app.ctx, log);
+    // The receiver holds the three requests and answers them in one tick: 200, 500 (a retry), 200.
+    const held: { id: string; res: http.ServerResponse }[] = [];
+    let release: () => void = () => {};
+    const allArrived = new Promise<void>((resolve) => (release = resolve));
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        held.push({ id: String(req.headers['webhook-id']), res });
+        if (held.length === 3) release();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    const ep = await createEndpoint(`http://127.0.0.1:${(server.address() as { port: number }).port}/hooks`);
+    const [ok, failing, takenOver] = [await emit('order.upsell_added', 301), await emit('order.upsell_added', 302), await emit('order.upsell_added', 303)];
+    const deliveryOf = (eventId: string) =>
+      app.store.run((db) =>
+        db.selectFrom('webhook_deliveries').select(['id', 'status', 'attempt_count', 'locked_until', 'next_attempt_at']).where('event_id', '=', eventId).where('endpoint_id', '=', ep.id).executeTakeFirstOrThrow(),
+      );
+    const otherLease = new Date(Date.now() + 3_600_000);
+    const takenOverId = (await deliveryOf(takenOver.id)).id;
+    void allArrived.then(async () => {
+      // Another worker holds the third one now (its lease ran out and was taken): ours must not change it.
+      await app.store.run((db) => db.updateTable('webhook_deliveries').set({ locked_until: otherLease }).where('id', '=', takenOverId).execute());
+      for (const h of held) h.res.writeHead(h.id === failing.id ? 500 : 200).end('ok');
+    });
+
+    const statements = await countStatements(() => app.ctx.services.webhooks.drainer.drain(app.ctx, log));
+    // The claim, the test's own takeover, and the three outcomes in one statement.
+    expect(statements.filter((t) => !t.startsWith('update "webhook_deliveries" set "locked_until"')), statements.join('\n')).toHaveLength(2);
+    expect(await deliveryOf(ok.id)).toMatchObject({ status: 'succeeded', attempt_count: 1, locked_until: null, next_attempt_at: null });
+    const retried = await deliveryOf(failing.id);
+    expect(retried).toMatchObject({ status: 'pending', attempt_count: 1, locked_until: null });
+    expect(retried.next_attempt_at!.getTime()).toBeGreaterThan(Date.now() + 30_000);
+    // Left as the other worker holds it; its attempt is on record all the same.
+    expect(await deliveryOf(takenOver.id)).toMatchObject({ status: 'pending', attempt_count: 0, locked_until: otherLease });
+    const attempts = await app.store.run((db) =>
+      db
+        .selectFrom('webhook_attempts as a')
+        .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+        .select(['d.event_id', 'a.attempt', 'a.status_code'])
+        .where('d.endpoint_id', '=', ep.id)
+        .orderBy('a.status_code')
+        .execute(),
+    );
+    expect(attempts.map((a) => [a.event_id === failing.id ? 'failing' : 'other', a.attempt, a.status_code])).toEqual([
+      ['other', 1, 200],
+      ['other', 1, 200],
+      ['failing', 1, 500],
+    ]);
+    await deleteEndpoint(ep.id);
+  });
+
   it('the mails of one claim that went out are recorded in one statement: three mails, one claim and one update', async () => {
     await app.ctx.services.mail.drainer.drain(app.ctx, log);
     const events: { id: string }[] = [];

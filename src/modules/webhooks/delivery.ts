@@ -45,6 +45,8 @@ export class WebhookDeliveries {
   private readonly leaseMs: number;
   private readonly batchSize: number;
   private readonly random: () => number;
+  /** Outcomes waiting for the statement that records them together (recordTogether). */
+  private outcomes: { record: repo.AttemptRecord; settle(err: unknown, held: boolean): void }[] = [];
 
   constructor(
     private readonly store: Store,
@@ -132,6 +134,31 @@ export class WebhookDeliveries {
     await this.record(job, result, log);
   }
 
+  /**
+   * Records a success or a retry with the others that arrive in the same turn of the event loop
+   * (a claim's answers come back together under load): one statement for all of them, sent once
+   * the turn's I/O callbacks have run (setImmediate), so none waits for a slower receiver. Resolves
+   * with whether this delivery's lease still held. A failed statement fails each of them: the
+   * lease runs out and the deliveries are sent again (at least once, as always).
+   */
+  private recordTogether(record: repo.AttemptRecord): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      if (this.outcomes.length === 0) setImmediate(() => void this.flushOutcomes());
+      this.outcomes.push({ record, settle: (err, held) => (err ? reject(err) : resolve(held)) });
+    });
+  }
+
+  private async flushOutcomes(): Promise<void> {
+    const batch = this.outcomes;
+    this.outcomes = [];
+    try {
+      const held = await this.store.run((db) => repo.recordAttempts(db, batch.map((o) => o.record)));
+      for (const o of batch) o.settle(null, held.has(o.record.deliveryId));
+    } catch (err) {
+      for (const o of batch) o.settle(err, false);
+    }
+  }
+
   private sameLease(current: Row<'webhook_deliveries'>, claimed: ClaimedDelivery): boolean {
     return current.locked_until?.getTime() === claimed.locked_until.getTime();
   }
@@ -148,21 +175,19 @@ export class WebhookDeliveries {
     const error = attemptError(result);
     const delay = verdict === 'retry' ? this.nextDelay(attempt, result) : null;
     if (verdict === 'succeeded' || delay !== null) {
-      const held = await this.store.run((db) =>
-        repo.recordAttempt(db, {
-          attemptId: newId('webhookAttempt'),
-          teamId,
-          deliveryId: claimed.id,
-          endpointId: claimed.endpoint_id,
-          lease: claimed.locked_until,
-          attempt,
-          statusCode,
-          durationMs: result.durationMs,
-          responseBody: result.kind === 'answered' ? result.body : null,
-          error,
-          outcome: delay === null ? { kind: 'succeeded' } : { kind: 'retry', retryInMs: delay },
-        }),
-      );
+      const held = await this.recordTogether({
+        attemptId: newId('webhookAttempt'),
+        teamId,
+        deliveryId: claimed.id,
+        endpointId: claimed.endpoint_id,
+        lease: claimed.locked_until,
+        attempt,
+        statusCode,
+        durationMs: result.durationMs,
+        responseBody: result.kind === 'answered' ? result.body : null,
+        error,
+        outcome: delay === null ? { kind: 'succeeded' } : { kind: 'retry', retryInMs: delay },
+      });
       // Our lease ran out and another worker holds the delivery now: it owns the state.
       if (!held) log.warn({ delivery_id: claimed.id }, 'webhook attempt finished after its lease expired');
       return;

@@ -1,6 +1,6 @@
 import { type InsertObject, type SqlBool, sql, type UpdateObject } from 'kysely';
 import { deferWrite, type Executor } from '../../db/database.ts';
-import { allRows, template } from '../../db/templates.ts';
+import { template } from '../../db/templates.ts';
 import type { DB, NewRow, Row, RowPatch } from '../../db/schema.ts';
 
 /** One page of a list: rows strictly after the cursor row, newest first, `limit + 1` of them. */
@@ -172,37 +172,43 @@ export interface AttemptRecord {
 }
 
 /**
- * The common outcomes of an attempt in one statement: the attempt row, the delivery's next state
- * (succeeded, or pending again after the delay; one cancelled while in flight stays cancelled) and,
- * on success, the endpoint's failure count cleared. The delivery changes only while the worker's
- * lease holds; the answer says whether it did (false: another worker took it over after the lease
- * ran out, and owns its state; the attempt row is written all the same).
+ * The common outcomes of attempts, any number of them in one statement: each attempt's row, its
+ * delivery's next state (succeeded, or pending again after the delay; one cancelled while in
+ * flight stays cancelled) and, on success, the endpoint's failure count cleared. A delivery
+ * changes only while the worker's lease on it holds; the answer is the deliveries that did (one
+ * left out: another worker took it over after the lease ran out, and owns its state; its attempt
+ * row is written all the same).
  */
-export async function recordAttempt(db: Executor, a: AttemptRecord): Promise<boolean> {
-  const { outcome, ...record } = a;
-  const succeeded = outcome.kind === 'succeeded';
-  const retryInMs = outcome.kind === 'retry' ? Math.max(0, Math.round(outcome.retryInMs)) : 0;
-  const [row] = await allRows(db, recordAttemptQuery(db, { ...record, succeeded, retryInMs }));
-  return (row?.held ?? 0) > 0;
-}
-
-const recordAttemptQuery = template(['row'], (_db: Executor, a: Omit<AttemptRecord, 'outcome'> & { succeeded: boolean; retryInMs: number }) => sql<{ held: number }>`
-    WITH attempt AS (
+export async function recordAttempts(db: Executor, records: readonly AttemptRecord[]): Promise<Set<string>> {
+  if (records.length === 0) return new Set();
+  const col = <T>(f: (a: AttemptRecord) => T) => records.map(f);
+  const r = await sql<{ id: string }>`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${col((a) => a.attemptId)}::text[], ${col((a) => a.teamId)}::text[], ${col((a) => a.deliveryId)}::text[], ${col((a) => a.lease)}::timestamptz[],
+        ${col((a) => a.attempt)}::int[], ${col((a) => a.statusCode)}::int[], ${col((a) => a.durationMs)}::int[], ${col((a) => a.responseBody)}::text[],
+        ${col((a) => a.error)}::text[], ${col((a) => a.outcome.kind === 'succeeded')}::boolean[],
+        ${col((a) => (a.outcome.kind === 'retry' ? Math.max(0, Math.round(a.outcome.retryInMs)) : 0))}::int[]
+      ) AS i(attempt_id, team_id, delivery_id, lease, attempt, status_code, duration_ms, response_body, error, succeeded, retry_in_ms)
+    ), attempt AS (
       INSERT INTO webhook_attempts (id, team_id, delivery_id, attempt, status_code, duration_ms, response_body, error)
-      VALUES (${a.attemptId}, ${a.teamId}, ${a.deliveryId}, ${a.attempt}, ${a.statusCode}::int, ${a.durationMs}, ${a.responseBody}::text, ${a.error}::text)
+      SELECT attempt_id, team_id, delivery_id, attempt, status_code, duration_ms, response_body, error FROM input
     ), delivery AS (
-      UPDATE webhook_deliveries
-      SET attempt_count = ${a.attempt}, last_status_code = ${a.statusCode}::int, last_error = ${a.error}::text, locked_until = NULL, updated_at = now(),
-          status = CASE WHEN ${a.succeeded}::boolean THEN 'succeeded' ELSE status END,
-          next_attempt_at = CASE WHEN ${a.succeeded}::boolean OR status <> 'pending' THEN NULL ELSE now() + ${a.retryInMs}::int * interval '1 millisecond' END
-      WHERE team_id = ${a.teamId} AND id = ${a.deliveryId} AND locked_until = ${a.lease}::timestamptz
-      RETURNING id
+      UPDATE webhook_deliveries d
+      SET attempt_count = i.attempt, last_status_code = i.status_code, last_error = i.error, locked_until = NULL, updated_at = now(),
+          status = CASE WHEN i.succeeded THEN 'succeeded' ELSE d.status END,
+          next_attempt_at = CASE WHEN i.succeeded OR d.status <> 'pending' THEN NULL ELSE now() + i.retry_in_ms * interval '1 millisecond' END
+      FROM input i
+      WHERE d.team_id = i.team_id AND d.id = i.delivery_id AND d.locked_until = i.lease
+      RETURNING d.id, d.team_id, d.endpoint_id, i.succeeded
     ), endpoint AS (
-      UPDATE webhook_endpoints SET consecutive_failures = 0, updated_at = now()
-      WHERE ${a.succeeded}::boolean AND team_id = ${a.teamId} AND id = ${a.endpointId} AND is_active AND consecutive_failures > 0
-        AND EXISTS (SELECT 1 FROM delivery)
+      UPDATE webhook_endpoints e SET consecutive_failures = 0, updated_at = now()
+      WHERE e.is_active AND e.consecutive_failures > 0
+        AND (e.team_id, e.id) IN (SELECT team_id, endpoint_id FROM delivery WHERE succeeded)
     )
-    SELECT count(*)::int AS held FROM delivery`);
+    SELECT id FROM delivery`.execute(db);
+  return new Set(r.rows.map((x) => x.id));
+}
 
 export type DeliveryWithType = Row<'webhook_deliveries'> & { event_type: string };
 
