@@ -1364,6 +1364,7 @@ async function main(): Promise<number> {
     const postgresCores = pgCores as number | null;
     const postgresCpuMsPerFlow = postgresCores !== null ? perFlow(postgresCores * windowMs) : null;
     const machineCpuMsPerFlow = machineCores !== null ? perFlow(machineCores * windowMs) : null;
+    const cpus = os.cpus().length;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
     const writesPerFlow = perFlow(dbWritesInWindow as number | null);
     // Set in the driver's phase callback (TypeScript cannot see that it ran): the window's statements in the warm-up's ratio.
@@ -1543,7 +1544,7 @@ async function main(): Promise<number> {
         platform: process.platform,
         os_release: os.release(),
         arch: process.arch,
-        cpus: os.cpus().length,
+        cpus,
         cpu_model: os.cpus()[0]?.model.trim() ?? 'unknown',
         total_memory_gib: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
         load_average_before: loadAverageBefore,
@@ -1639,7 +1640,7 @@ async function main(): Promise<number> {
           postgres_cpu_ms_per_flow: postgresCpuMsPerFlow,
           machine_cpu_ms_per_flow: machineCpuMsPerFlow,
           machine_flows_per_s_bound:
-            machineCpuMsPerFlow !== null && machineCpuMsPerFlow > 0 ? Math.round((os.cpus().length * 1000 * 10) / machineCpuMsPerFlow) / 10 : null,
+            machineCpuMsPerFlow !== null && machineCpuMsPerFlow > 0 ? Math.round((cpus * 1000 * 10) / machineCpuMsPerFlow) / 10 : null,
           db_pool_waiting_max: poolWaitingMax,
           db_statements_per_flow: statementsPerFlow,
           db_statements_per_flow_by_source: statementsBySource,

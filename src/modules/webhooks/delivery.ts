@@ -179,7 +179,6 @@ export class WebhookDeliveries {
         attemptId: newId('webhookAttempt'),
         teamId,
         deliveryId: claimed.id,
-        endpointId: claimed.endpoint_id,
         lease: claimed.locked_until,
         attempt,
         statusCode,

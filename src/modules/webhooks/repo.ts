@@ -159,7 +159,6 @@ export interface AttemptRecord {
   attemptId: string;
   teamId: string;
   deliveryId: string;
-  endpointId: string;
   /** The lease the claim wrote; the delivery is updated only while it still holds. */
   lease: Date;
   attempt: number;
@@ -201,10 +200,16 @@ export async function recordAttempts(db: Executor, records: readonly AttemptReco
       FROM input i
       WHERE d.team_id = i.team_id AND d.id = i.delivery_id AND d.locked_until = i.lease
       RETURNING d.id, d.team_id, d.endpoint_id, i.succeeded
-    ), endpoint AS (
-      UPDATE webhook_endpoints e SET consecutive_failures = 0, updated_at = now()
+    ), failing_endpoint AS (
+      -- Locked in one order (team, id): two workers' statements clearing the same endpoints cannot deadlock.
+      SELECT e.team_id, e.id FROM webhook_endpoints e
       WHERE e.is_active AND e.consecutive_failures > 0
         AND (e.team_id, e.id) IN (SELECT team_id, endpoint_id FROM delivery WHERE succeeded)
+      ORDER BY e.team_id, e.id
+      FOR UPDATE
+    ), endpoint AS (
+      UPDATE webhook_endpoints e SET consecutive_failures = 0, updated_at = now()
+      FROM failing_endpoint f WHERE e.team_id = f.team_id AND e.id = f.id
     )
     SELECT id FROM delivery`.execute(db);
   return new Set(r.rows.map((x) => x.id));
