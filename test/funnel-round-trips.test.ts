@@ -6,8 +6,10 @@
  * writes nothing reads back (the event, its deliveries, the mail row, the upsell claim, the fraud
  * holds' release) go with the statement after them, and reads that do not depend on each other
  * (lines and customer; an upsell's claim, saved method and customer; an upsell's new line and the
- * read of all the lines after it) go together. The order's lock goes with the read of its lines
- * (payment, completion), or with the first write of a payment's answer (sendWithNext); a new lead
+ * read of all the lines after it) go together. The order's lock goes with the reads of its lines
+ * and its customer (payment, completion; the customer by the order's id), with an upsell's reads of
+ * its claim, saved method and customer (the last two by the order's id), or with the first write of
+ * a payment's answer (sendWithNext); a completion's fulfillment rides with its move; a new lead
  * is one statement outside any transaction (its customer, order, lines and timeline row); the
  * customer with the statement after it; a payment's saved card with the attempt's UPDATE that
  * names it, the attempt rows of a payment and
@@ -40,7 +42,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     await sandbox?.close();
   });
 
-  it('sends a warm funnel in at most 15 round trips and 22 statements, its five transactions without BEGIN or COMMIT', async () => {
+  it('sends a warm funnel in at most 12 round trips and 21 statements, its five transactions without BEGIN or COMMIT', async () => {
     const seeded = await seedApiFunnel(team, sandbox.url, `rt_${process.pid}`);
     const funnel = () => runCardFunnel(team, seeded, 'rt');
     await funnel();
@@ -79,8 +81,11 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     // claim's move with it too, its row count checked by its own statement; 17 before a lead's order
     // insert went with its customer's upsert, naming the customer by the customers module's subquery.
     // Reading a payment's and an upsell's customer by a subquery of the order, with its lock, made 15,
-    // and was undone: PostgreSQL's CPU per funnel rose by ~2 ms, bench/README.md, seventh round).
-    expect(statements).toBeGreaterThan(19);
+    // and was undone: PostgreSQL's CPU per funnel rose by ~2 ms, bench/README.md, seventh round; the
+    // plans made on empty tables, found in the eleventh, are the likely cause). 12 since a payment,
+    // an upsell and a completion read the order's customer (an upsell its saved method and its claim
+    // too) by the order's id with its lock, and a completion's fulfillment rides with its move.
+    expect(statements).toBeGreaterThan(18);
     // 47 statements before a payment whose velocity screening took no holds stopped deleting them;
     // 46 before deferred inserts into different tables went as one statement (an upsell's event and
     // its webhook deliveries; a completion's event, deliveries and purchase mail); 43 before a deferred
@@ -94,12 +99,13 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the card funnel on PostgreSQL (
     // the attempt's UPDATE); 33 before an upsell's new line and the read of all the lines were one
     // statement (the insert as a CTE, its RETURNING united with the lines the statement found);
     // 32 before the transactions' BEGIN and COMMIT were left to the protocol (each statement sent
-    // with Flush, the commit a Sync: protocol-transactions.ts), 22 now.
-    expect(statements).toBeLessThanOrEqual(22);
+    // with Flush, the commit a Sync: protocol-transactions.ts), 22 before a completion's fulfillment
+    // went as a deferred write (riding in its move's statement), 21 now.
+    expect(statements).toBeLessThanOrEqual(21);
     // The payment's two phases, the upsell's two and the completion: five transactions, five Syncs.
     expect(syncs).toBe(5);
-    expect(writes).toBeLessThanOrEqual(15);
-    expect(writes).toBeLessThanOrEqual(statements - 7);
+    expect(writes).toBeLessThanOrEqual(12);
+    expect(writes).toBeLessThanOrEqual(statements - 9);
     // The hot statements are compiled once (src/db/templates.ts): the first funnel built them, this
     // one only bound its values: 35 template calls (some of the 22 statements carry deferred writes as CTEs).
     expect(templateCounts.built - built).toBe(0);

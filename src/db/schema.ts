@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, SelectQueryBuilder, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, SelectQueryBuilder, Updateable } from 'kysely';
 
 /** Columns with a database default: optional on insert, always present on select. */
 type Defaulted<T> = ColumnType<T, T | undefined, T>;
@@ -702,6 +702,12 @@ export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;
  * search's customer matches; a new lead's customer, by e-mail, for the order's insert).
  */
 export type IdSubquery = SelectQueryBuilder<DB, any, Record<string, string>>;
+/**
+ * A module's subquery of one id by a key of its own row (an order's customer or saved payment
+ * method, by the order's id), for another module's read of that id's row in the same round trip.
+ * It must only put its values into the query (a template builds it once: templates.ts).
+ */
+export type KeyedIdSubquery = (db: Kysely<DB>, teamId: string, key: string) => IdSubquery;
 
 export type FraudMetric = 'attempts' | 'declines';
 export type FraudDimension = 'card_fingerprint' | 'bin' | 'email' | 'ip_address' | 'order';

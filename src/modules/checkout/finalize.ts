@@ -1,5 +1,5 @@
 import { ApiError, notFound } from '../../app/errors.ts';
-import { sendWithNext, type Tx } from '../../db/database.ts';
+import { readTogether, sendWithNext, type Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { type ExternalBilling, subscriptionView } from '../subscriptions/service.ts';
 import type { ExtpayMembership } from '../../providers/extpay/types.ts';
@@ -95,10 +95,15 @@ export class FinalizeUseCase extends UseCase {
    */
   async completeOrder(teamId: string, orderNumber: string): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
     const done = await this.store.transaction(async (trx) => {
-      // The order under its lock and its lines in one round trip.
-      const { order, lines } = await this.orders.rows.lockOrderWithLines(trx, teamId, orderNumber);
+      // The order under its lock, its lines and its customer in one round trip (the customer by the
+      // order's id, read as locked).
+      const [[order], lines, [customer]] = await readTogether(trx, [
+        this.orders.rows.lockOrderQuery(trx, teamId, orderNumber),
+        this.orders.rows.linesQuery(trx, teamId, [orderNumber]),
+        this.customers.findOfQuery(trx, teamId, this.orders.rows.customerIdOfOrder, orderNumber),
+      ] as const);
       if (!order) throw notFound('Order');
-      return this.finalizeCompletion(trx, teamId, order, undefined, lines);
+      return this.finalizeCompletion(trx, teamId, order, undefined, { lines, customer });
     });
     if (!done.alreadyCompleted) this.events.nudge();
     return done;
@@ -110,10 +115,10 @@ export class FinalizeUseCase extends UseCase {
     teamId: string,
     order: Row<'orders'>,
     external?: ExternalBilling,
-    /** The order's lines, when the caller read them under the order's lock. */
-    linesAsLocked?: Row<'order_lines'>[],
+    /** The order's lines and customer, when the caller read them under the order's lock. */
+    asLocked?: { lines: Row<'order_lines'>[]; customer: Row<'customers'> | undefined },
   ): Promise<{ order: OrderView; alreadyCompleted: boolean }> {
-    if (order.status === 'completed') return { order: await this.orders.view(trx, teamId, order, linesAsLocked), alreadyCompleted: true };
+    if (order.status === 'completed') return { order: await this.orders.view(trx, teamId, order, asLocked?.lines, asLocked?.customer), alreadyCompleted: true };
     if (order.payment_status === 'pending_redirect') {
       throw new ApiError('order_not_completable', `Order ${order.id} is waiting for the customer's redirect (pending_redirect); capture the payment before completing it.`);
     }
@@ -123,11 +128,12 @@ export class FinalizeUseCase extends UseCase {
     ORDER.assertMove(order.status, 'completed');
     const now = this.subscriptions.now();
     // What the completion creates first; the move to completed then writes its timeline row naming them, in one statement.
-    // The customer (for the answer and the event) goes with the next statement: the read of the
-    // lines, or, when the caller read them with the lock, the fulfillment's insert or the move.
-    const customerRead = sendWithNext(trx, this.customers.findManyQuery(trx, teamId, [order.customer_id]));
-    const lines = linesAsLocked ?? (await this.orders.rows.linesOf(trx, teamId, [order.id]));
-    const fulfillment = await this.fulfillments.createForOrder(trx, teamId, order.id, lines);
+    // The customer (for the answer and the event), unless the caller read it with the lock, goes
+    // with the next statement: the read of the lines, or the statement the writes below ride in.
+    const customerRead = asLocked ? Promise.resolve([asLocked.customer]) : sendWithNext(trx, this.customers.findManyQuery(trx, teamId, [order.customer_id]));
+    const lines = asLocked?.lines ?? (await this.orders.rows.linesOf(trx, teamId, [order.id]));
+    // The first completion, under the lock: the fulfillment's insert rides with the move's statement.
+    const fulfillmentId = await this.fulfillments.createForFirstCompletion(trx, teamId, order.id, lines);
     const offers = new Map((await this.catalog.findOffers(trx, teamId, [...new Set(lines.map((l) => l.offer_id))])).map((o) => [o.id, o]));
     const subscriptions = await this.subscriptions.createForOrder(
       trx,
@@ -142,7 +148,7 @@ export class FinalizeUseCase extends UseCase {
       trx,
       order,
       { status: 'completed' },
-      { type: 'order.completed', data: { fulfillment_id: fulfillment?.id ?? null, subscriptions: subscriptions.map((x) => x.id), coupon_id: order.coupon_id } },
+      { type: 'order.completed', data: { fulfillment_id: fulfillmentId, subscriptions: subscriptions.map((x) => x.id), coupon_id: order.coupon_id } },
       { completed_at: now },
     );
     // Completion adds no line: the lines read above are the order's.

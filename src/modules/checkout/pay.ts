@@ -103,8 +103,13 @@ export class PayUseCase extends UseCase {
    */
   async processPayment(teamId: string, body: ProcessPaymentBody, mode: 'process' | 'reprocess' = 'process'): Promise<PaymentResult> {
     const claimed = await this.store.transaction(async (trx) => {
-      // The order under its lock and its lines in one round trip.
-      const { order: locked, lines: linesAsLocked } = await this.orders.rows.lockOrderWithLines(trx, teamId, body.order_number);
+      // The order under its lock, its lines and its customer in one round trip (the customer by the
+      // order's id, read as locked).
+      const [[locked], linesAsLocked, [customerAsLocked]] = await readTogether(trx, [
+        this.orders.rows.lockOrderQuery(trx, teamId, body.order_number),
+        this.orders.rows.linesQuery(trx, teamId, [body.order_number]),
+        this.customers.findOfQuery(trx, teamId, this.orders.rows.customerIdOfOrder, body.order_number),
+      ] as const);
       if (!locked) throw notFound('Order');
       const allowed: readonly string[] = mode === 'reprocess' ? ['declined'] : PAYABLE;
       if (!allowed.includes(locked.status)) {
@@ -116,18 +121,18 @@ export class PayUseCase extends UseCase {
       const route = await this.payments.preflight(trx, teamId, body.payment, { gatewayId: body.gateway_id, paymentOrchestratorId: body.payment_orchestrator_id, campaign: campaign! });
       if (locked.status !== 'pending') ORDER.assertMove(locked.status, 'pending');
       // One UPDATE: the client's changes, the move to pending and (extpay) the payment claim together.
-      // Deferred (applyUpdates): it rides in the read below, which names neither of its tables.
+      // Deferred (applyUpdates): it rides in the transaction's next statement that names neither of
+      // its tables (the attempt row's INSERT, or the read below).
       const { order } = await this.orders.applyUpdates(trx, teamId, locked, body, { status: 'pending' }, (changed) => ({
         type: mode === 'reprocess' ? 'payment.reprocess_requested' : 'payment.requested',
         data: { changed, from_status: locked.status },
       }));
-      // A payment that changes neither the cart nor the customer (the funnel's): the customer, and
-      // the lines read with the lock. Otherwise the lines and the customer as the update left them,
-      // in one round trip. Awaited at once: a read sent with the next statement would wait for the
-      // event loop's next turn, as nothing else follows it here.
+      // A payment that changes neither the cart nor the customer (the funnel's): the lines and the
+      // customer read with the lock. Otherwise the lines and the customer as the update left them,
+      // in one round trip.
       const asLocked = body.products === undefined && body.customer === undefined;
       const [lines, [customer]] = asLocked
-        ? [linesAsLocked, await this.customers.findMany(trx, teamId, [locked.customer_id])]
+        ? [linesAsLocked, [customerAsLocked]]
         : await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       return this.openPayment(trx, order, customer!, route, body.payment, lines, locked.status === 'pending');

@@ -26,16 +26,19 @@ export class UpsellUseCase extends UseCase {
    */
   async processUpsell(teamId: string, body: UpsellBody): Promise<{ httpStatus: number; body: string }> {
     const claim = await this.store.transaction(async (trx) => {
-      const order = await this.orders.rows.findOrder(trx, teamId, body.order_number, { forUpdate: true });
-      if (!order) throw notFound('Order');
+      // The upsell is configuration (cached): known before the order is read.
       const upsell = await this.catalog.findUpsell(trx, teamId, body.upsell_id);
-      if (!upsell) throw notFound('Upsell');
-      // The claim, the saved method and the customer in one round trip (the last two only matter when the upsell goes ahead).
-      const [[previous], [savedMethod], [customer]] = await readTogether(trx, [
-        this.orders.rows.orderUpsellQuery(trx, teamId, order.id, upsell.id),
-        this.ledger.paymentMethodQuery(trx, teamId, order.payment_method_id ?? ''),
-        this.customers.findManyQuery(trx, teamId, [order.customer_id]),
+      // The order's lock, then its claim on this upsell, its saved method and its customer, read by
+      // the order's id as locked, in one round trip (the last two only matter when the upsell goes ahead).
+      const orderId = body.order_number;
+      const [[order], [previous], [savedMethod], [customer]] = await readTogether(trx, [
+        this.orders.rows.lockOrderQuery(trx, teamId, orderId),
+        this.orders.rows.orderUpsellQuery(trx, teamId, orderId, body.upsell_id),
+        this.ledger.paymentMethodOfQuery(trx, teamId, this.orders.rows.paymentMethodIdOfOrder, orderId),
+        this.customers.findOfQuery(trx, teamId, this.orders.rows.customerIdOfOrder, orderId),
       ] as const);
+      if (!order) throw notFound('Order');
+      if (!upsell) throw notFound('Upsell');
       if (previous) return { replay: previous } as const;
       if (!UPSELLABLE.includes(order.status as OrderStatus)) {
         throw new ApiError('order_not_payable', `Order ${order.id} is ${order.status}; upsells need a paid order.`);

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
+import { type Compilable, sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
-import type { NewRow, Row } from '../../db/schema.ts';
+import type { KeyedIdSubquery, NewRow, Row } from '../../db/schema.ts';
 import { allRows, template } from '../../db/templates.ts';
 
 /** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
@@ -45,6 +45,24 @@ export async function findCustomersByIds(db: Executor, teamId: string, ids: read
 export const customersQuery = template(['value', 'list'], (db: Executor, teamId: string, ids: readonly string[]) =>
   db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', 'in', ids),
 );
+
+/**
+ * The team's customer whose id another module's subquery names (an order's customer, by the
+ * order's id: KeyedIdSubquery), as a query to send with others (readTogether). Compiled once per
+ * subquery (one template each), like any hot read.
+ */
+export function customerOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
+  let q = CUSTOMER_OF.get(idOf);
+  if (!q) {
+    q = template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
+      db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
+    );
+    CUSTOMER_OF.set(idOf, q);
+  }
+  return q(db, teamId, key);
+}
+
+const CUSTOMER_OF = new WeakMap<KeyedIdSubquery, (db: Executor, teamId: string, key: string) => Compilable<Row<'customers'>>>();
 
 export async function updateCustomer(
   db: Executor,

@@ -3,7 +3,7 @@ import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { Row } from '../../db/schema.ts';
+import type { KeyedIdSubquery, Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
 export interface CustomerInput {
@@ -89,6 +89,11 @@ export class CustomersService {
   /** findMany as a query to send with others (readTogether); `ids` not empty. */
   findManyQuery(db: Executor, teamId: string, ids: readonly string[]) {
     return repo.customersQuery(db, teamId, ids);
+  }
+
+  /** The customer another module's subquery names (an order's, by the order's id), as a query to send with others (readTogether). */
+  findOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
+    return repo.customerOfQuery(db, teamId, idOf, key);
   }
 
   update(db: Executor, teamId: string, id: string, patch: { first_name?: string; last_name?: string; phone?: string }) {

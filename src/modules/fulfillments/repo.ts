@@ -1,10 +1,22 @@
-import type { Executor } from '../../db/database.ts';
+import { deferWrite, type Executor } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
 import { firstRow, template } from '../../db/templates.ts';
 
 export async function insertFulfillment(db: Executor, row: NewRow<'fulfillments'>): Promise<Row<'fulfillments'>> {
   return db.insertInto('fulfillments').values(row).returningAll().executeTakeFirstOrThrow();
 }
+
+/**
+ * A new order's fulfillment, sent with the transaction's next statement or its COMMIT (deferWrite):
+ * for the order's completion, under its row lock, when no fulfillment can exist yet. The unique
+ * index on the order is the backstop: a second one fails the statement it rides in, and nothing of
+ * the transaction commits.
+ */
+export async function insertFulfillmentWithNext(db: Executor, row: NewRow<'fulfillments'>): Promise<void> {
+  await deferWrite(db, insertFulfillmentQuery(db, row));
+}
+
+const insertFulfillmentQuery = template(['row'], (db: Executor, row: NewRow<'fulfillments'>) => db.insertInto('fulfillments').values(row));
 
 /** One fulfillment per order (unique index): a second completion path inserts nothing. */
 export async function insertFulfillmentOnce(db: Executor, row: NewRow<'fulfillments'>): Promise<Row<'fulfillments'> | undefined> {

@@ -11,6 +11,19 @@ import * as repo from './repo.ts';
 import { FULFILLMENT } from './states.ts';
 import './tables.ts';
 
+/** An order's fulfillment of its physical lines, or null when it has none. */
+function newFulfillment(teamId: string, orderId: string, lines: FulfillableLine[]) {
+  const physical = lines.filter((l) => l.fulfillment_type === 'physical');
+  if (physical.length === 0) return null;
+  return {
+    id: newId('fulfillment'),
+    team_id: teamId,
+    order_id: orderId,
+    status: 'pending' as const,
+    lines: JSON.stringify(physical.map((l) => ({ line_id: l.id, offer_id: l.offer_id, product_id: l.product_id, name: l.name, quantity: l.quantity }))),
+  };
+}
+
 export function fulfillmentView(f: Row<'fulfillments'>) {
   return {
     object: 'fulfillment' as const,
@@ -149,16 +162,21 @@ export class FulfillmentsService {
 
   /** At completion: one pending fulfillment holding the order's physical lines (none for digital-only orders). */
   async createForOrder(trx: Tx, teamId: string, orderId: string, lines: FulfillableLine[]): Promise<Row<'fulfillments'> | null> {
-    const physical = lines.filter((l) => l.fulfillment_type === 'physical');
-    if (physical.length === 0) return null;
-    const row = await repo.insertFulfillmentOnce(trx, {
-      id: newId('fulfillment'),
-      team_id: teamId,
-      order_id: orderId,
-      status: 'pending',
-      lines: JSON.stringify(physical.map((l) => ({ line_id: l.id, offer_id: l.offer_id, product_id: l.product_id, name: l.name, quantity: l.quantity }))),
-    });
-    return row ?? null;
+    const row = newFulfillment(teamId, orderId, lines);
+    return row ? ((await repo.insertFulfillmentOnce(trx, row)) ?? null) : null;
+  }
+
+  /**
+   * createForOrder for an order's first completion, under its row lock (no fulfillment can exist
+   * yet): the insert goes with the transaction's next statement or its COMMIT, and the answer is the
+   * new fulfillment's id (null for digital-only orders). A fulfillment that did exist fails the
+   * transaction (the order's unique index), so nothing of the completion commits.
+   */
+  async createForFirstCompletion(trx: Tx, teamId: string, orderId: string, lines: FulfillableLine[]): Promise<string | null> {
+    const row = newFulfillment(teamId, orderId, lines);
+    if (!row) return null;
+    await repo.insertFulfillmentWithNext(trx, row);
+    return row.id;
   }
 
   async get(teamId: string, id: string): Promise<FulfillmentView> {

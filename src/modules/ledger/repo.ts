@@ -1,7 +1,7 @@
-import { sql } from 'kysely';
+import { type Compilable, sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext } from '../../db/database.ts';
 import { firstRow, template } from '../../db/templates.ts';
-import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
+import type { KeyedIdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
 export async function insertTransaction(db: Executor, row: NewRow<'transactions'>): Promise<Row<'transactions'>> {
@@ -96,6 +96,23 @@ export async function findPaymentMethod(db: Executor, teamId: string, id: string
 export const paymentMethodQuery = template(['value', 'value'], (db: Executor, teamId: string, id: string) =>
   db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id),
 );
+
+/**
+ * The saved payment method another module's subquery names (an order's, by the order's id:
+ * KeyedIdSubquery), as a query to send with others (readTogether); compiled once per subquery.
+ */
+export function paymentMethodOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
+  let q = PAYMENT_METHOD_OF.get(idOf);
+  if (!q) {
+    q = template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
+      db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
+    );
+    PAYMENT_METHOD_OF.set(idOf, q);
+  }
+  return q(db, teamId, key);
+}
+
+const PAYMENT_METHOD_OF = new WeakMap<KeyedIdSubquery, (db: Executor, teamId: string, key: string) => Compilable<Row<'payment_methods'>>>();
 
 export async function findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string): Promise<Row<'transactions'> | undefined> {
   return db

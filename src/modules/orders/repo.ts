@@ -2,7 +2,7 @@ import { type Compilable, type OperationNodeSource, sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext, readTogether, sendWithNext } from '../../db/database.ts';
 import { allRows, firstRow, template } from '../../db/templates.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
-import type { IdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
+import type { IdSubquery, KeyedIdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
 export * from './upsell-claims.ts';
 
 /** What the search box (`q`) matches; an order matches any of the parts given (OR). */
@@ -105,6 +105,21 @@ const orderQuery = (db: Executor, teamId: string, id: string) => db.selectFrom('
 // Two templates: FOR UPDATE is part of the SQL, not a value.
 const orderByKey = template(['value', 'value'], orderQuery);
 const orderForUpdate = template(['value', 'value'], (db: Executor, teamId: string, id: string) => orderQuery(db, teamId, id).forUpdate());
+
+/** The order under its row lock, as a query to send with others (readTogether): the statements after it run once the lock is granted. */
+export function lockOrderQuery(db: Executor, teamId: string, id: string) {
+  return orderForUpdate(db, teamId, id);
+}
+
+/**
+ * The order's customer and its saved payment method by the order's id, as subqueries for the
+ * customers and ledger modules' reads of those rows (KeyedIdSubquery): sent with the order's lock,
+ * they read the order as locked.
+ */
+export const customerIdOfOrder: KeyedIdSubquery = (db, teamId, orderId) =>
+  db.selectFrom('orders').select('customer_id').where('team_id', '=', teamId).where('id', '=', orderId);
+export const paymentMethodIdOfOrder: KeyedIdSubquery = (db, teamId, orderId) =>
+  db.selectFrom('orders').select('payment_method_id').where('team_id', '=', teamId).where('id', '=', orderId) as unknown as ReturnType<KeyedIdSubquery>;
 
 /**
  * The order's row lock, taken with the next statement the transaction sends (sendWithNext): for a
