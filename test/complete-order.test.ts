@@ -48,6 +48,13 @@ async function counts(orderId: string) {
   });
 }
 
+/** The data of the order's `order.completed` timeline rows (GET /v1/orders/:n's events). */
+async function completedTimelineRows(orderNumber: string) {
+  const r = await team.api.get(`/v1/orders/${orderNumber}`);
+  expect(r.status, r.text).toBe(200);
+  return (r.body.data.events as Array<{ type: string; data: Record<string, unknown> }>).filter((e) => e.type === 'order.completed').map((e) => e.data);
+}
+
 describe('Complete Order', () => {
   it('completes once: fulfillment for physical lines, a subscription for the trial, one order.completed event', async () => {
     const on = await paidOrder();
@@ -62,6 +69,8 @@ describe('Complete Order', () => {
 
     const ful = (await team.api.get(`/v1/fulfillments?order_number=${on}`)).body.data;
     expect(ful[0].lines).toHaveLength(2); // serum and the physical trial product
+    // The completion's timeline row names the fulfillment it created (its insert rides with the move).
+    expect(await completedTimelineRows(on)).toEqual([expect.objectContaining({ fulfillment_id: ful[0].id })]);
     const sub = (await team.api.get(`/v1/subscriptions?order_number=${on}`)).body.data[0];
     expect(sub).toMatchObject({ status: 'trialing', recurring_price: 2900, interval_unit: 'month' });
     expect(new Date(sub.next_billing_at).getTime() - Date.now()).toBeGreaterThan(13 * 86400_000);
@@ -81,6 +90,7 @@ describe('Complete Order', () => {
     const on = await paidOrder([{ offer_id: funnel.offers.guide, quantity: 1 }]);
     await team.api.post('/checkout/orders/complete', { order_number: on });
     expect(await counts(on)).toMatchObject({ completedEvents: 1, fulfillments: 0, subscriptions: 0 });
+    expect(await completedTimelineRows(on)).toEqual([expect.objectContaining({ fulfillment_id: null })]);
   });
 
   it('refuses an unpaid order and fires nothing while the payment is pending_redirect', async () => {
