@@ -53,6 +53,7 @@ beforeEach(() => {
 afterEach(async () => {
   // A test that failed half-way must not leave an attempt in flight for the next one's recovery run.
   proxy.disarm();
+  proxy.release();
   await recover();
 });
 
@@ -311,6 +312,36 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
     expect((await upsell(n, c.upsell)).text).toBe(after.text);
     expect(await nmiLedger(g.key)).toHaveLength(2);
     expect(await eventCount(n, 'order.upsell_added')).toBe(1);
+    await expectNmiLedgerAgrees(g);
+  });
+
+  it('upsell, recorded by the recovery run while the gateway\'s answer is still on its way: the request answers what recovery recorded, the line is added once', async () => {
+    const g = await nmiGateway();
+    const c = await campaign({ gateway_id: g.id });
+    const n = await paidNmiOrder(c);
+
+    // The gateway charges; its answer is held at the proxy until the recovery run has recorded the charge.
+    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
+    const pending = upsell(n, c.upsell);
+    await proxy.held();
+    const [attempt] = await inFlight(n);
+    expect(attempt).toMatchObject({ type: 'sale' });
+    expect(await recover()).toMatchObject({ checked: 1, approved: 1, declined: 0, not_found: 0, unresolved: 0 });
+    expect((await order(n)).lines).toHaveLength(2);
+
+    // The request's phase 3 sends the approved line with the attempt's UPDATE, finds the attempt
+    // recorded already, takes its line back and answers the stored 200.
+    proxy.release();
+    const up = await pending;
+    expect(up.status, up.text).toBe(200);
+    expect(up.body).toMatchObject({ success: true, message: 'Upsell added.', data: { upsell_id: c.upsell, transaction_id: attempt!.id, total: 4000 } });
+    expect(up.body.data.lines).toHaveLength(2);
+    const o = await order(n);
+    expect(o.lines).toHaveLength(2);
+    expect(o.total).toBe(4000);
+    expect(await eventCount(n, 'order.upsell_added')).toBe(1);
+    expect((await upsell(n, c.upsell)).text).toBe(up.text);
+    expect(await approvedNmiSales(g.key)).toHaveLength(2);
     await expectNmiLedgerAgrees(g);
   });
 

@@ -6,9 +6,12 @@ import type { AddressInfo } from 'node:net';
  * - `pass`: forwarded, and the provider's answer handed back;
  * - `forward-then-drop`: forwarded, the provider's whole answer awaited, then the client's socket
  *   destroyed without a byte of it: the provider DID process the request, its answer is lost;
- * - `drop`: the client's socket destroyed without forwarding: the provider never saw the request.
+ * - `drop`: the client's socket destroyed without forwarding: the provider never saw the request;
+ * - `forward-then-hold`: forwarded, the provider's whole answer awaited, then held (the client still
+ *   waiting) until the test calls `release()`: what the app does meanwhile (a recovery run) happens
+ *   while the provider has done it and the app does not know yet, whatever the machine's speed.
  */
-export type ProxyMode = 'pass' | 'drop' | 'forward-then-drop';
+export type ProxyMode = 'pass' | 'drop' | 'forward-then-drop' | 'forward-then-hold';
 
 export interface ProxyFault {
   method: string;
@@ -37,6 +40,10 @@ export interface LossyProxy {
   requests: ProxiedRequest[];
   /** The requests that met a fault. */
   faulted(): ProxiedRequest[];
+  /** Resolves once a `forward-then-hold` request's answer is held (at once if one is). */
+  held(): Promise<void>;
+  /** Hands every held answer back to its client. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -53,6 +60,8 @@ export async function startLossyProxy(target: string): Promise<LossyProxy> {
   const upstream = new URL(target);
   const faults: Array<ProxyFault & { left: number }> = [];
   const requests: ProxiedRequest[] = [];
+  const heldAnswers: Array<() => void> = [];
+  const heldWaiters: Array<() => void> = [];
 
   const take = (method: string, path: string): ProxyMode => {
     const i = faults.findIndex((f) => f.method.toUpperCase() === method.toUpperCase() && f.path.test(path));
@@ -104,7 +113,10 @@ export async function startLossyProxy(target: string): Promise<LossyProxy> {
         for (const [k, v] of Object.entries(answer.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v;
         headers['content-length'] = String(answer.body.length);
         headers.connection = 'close';
-        res.writeHead(answer.status, headers).end(answer.body);
+        const send = () => res.writeHead(answer.status, headers).end(answer.body);
+        if (mode !== 'forward-then-hold') return send();
+        heldAnswers.push(send);
+        for (const wake of heldWaiters.splice(0)) wake();
       })();
     });
   });
@@ -120,6 +132,10 @@ export async function startLossyProxy(target: string): Promise<LossyProxy> {
     },
     requests,
     faulted: () => requests.filter((r) => r.mode !== 'pass'),
+    held: () => (heldAnswers.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => heldWaiters.push(resolve))),
+    release() {
+      for (const send of heldAnswers.splice(0)) send();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

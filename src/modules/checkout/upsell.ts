@@ -8,6 +8,7 @@ import type { ChargeOutcome, ChargeRequest } from '../../providers/provider.ts';
 import type { UpsellBody } from '../orders/schemas.ts';
 import { type OrderStatus, UPSELLABLE } from '../orders/states.ts';
 import { draftLine, type LineDraft } from '../orders/pricing.ts';
+import type { OrdersService } from '../orders/service.ts';
 import { UseCase } from './use-case.ts';
 
 /**
@@ -209,14 +210,20 @@ export class UpsellUseCase extends UseCase {
     const answered = await this.store.transaction(async (trx) => {
       let current: Row<'orders'>;
       let txn = attempt;
+      let adding: ReturnType<OrdersService['addLineWithNext']> | undefined;
       if (attempt.in_flight) {
         // With the order's customer in hand (the request's own phase 3), closing the attempt needs
         // nothing of the order's row: the lock goes with the attempt's UPDATE, in its round trip.
         const locked = customer ? this.orders.rows.lockOrderWithNext(trx, teamId, orderId) : this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true });
+        // An approved answer's line (and the read of all the lines) goes with the lock and the
+        // attempt's UPDATE too, in their round trip, before it is known that this answer is the one
+        // recorded: when it is not (the recovery run recorded it first), the line is taken back.
+        adding = customer && outcome.kind === 'approved' ? this.orders.addLineWithNext(trx, teamId, orderId, { ...line, order_id: orderId }) : undefined;
         const customerId = customer?.id ?? (await locked)!.customer_id;
         const closed = await this.payments.closeAttempt(trx, teamId, customerId, attempt, outcome);
         current = (await locked)!;
         if (!closed) {
+          await adding?.drop();
           const stored = (await this.orders.rows.findOrderUpsellByTransaction(trx, teamId, attempt.id))!;
           return { httpStatus: stored.response_status ?? 409, body: stored.response_body ?? '{}' };
         }
@@ -225,7 +232,7 @@ export class UpsellUseCase extends UseCase {
         current = (await this.orders.rows.findOrder(trx, teamId, orderId, { forUpdate: true }))!;
       }
       const approved = outcome.kind === 'approved';
-      return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId, customer);
+      return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId, customer, adding);
     });
     this.events.nudge();
     return answered;
@@ -269,12 +276,14 @@ export class UpsellUseCase extends UseCase {
     outcome: { approved: true } | { approved: false; reason: string },
     claimId: string,
     customer?: Row<'customers'>,
+    /** The approved line, when the caller already sent its insert (addLineWithNext). */
+    adding?: ReturnType<OrdersService['addLineWithNext']>,
   ): Promise<{ httpStatus: number; body: string }> {
     const amount = line.line_total + line.shipping;
     let updated = current;
     let lines: Row<'order_lines'>[] | undefined;
     if (outcome.approved) {
-      const now = await this.orders.addLineAndTotals(trx, teamId, current.id, current.coupon_id, { ...line, order_id: current.id });
+      const now = adding ? await adding.totals(current.coupon_id) : await this.orders.addLineAndTotals(trx, teamId, current.id, current.coupon_id, { ...line, order_id: current.id });
       const added = now.added;
       lines = now.lines;
       updated = await this.orders.updateWithEvents(trx, current, now.totals, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);

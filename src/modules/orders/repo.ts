@@ -253,6 +253,23 @@ export async function addLineReadingLines(db: Executor, teamId: string, line: Ne
   return { added: lines.find((l) => l.id === line.id)!, lines };
 }
 
+/**
+ * addLineReadingLines sent with the transaction's next statement (sendWithNext): for a caller that
+ * adds the line before it knows it may (an upsell's approved answer, sent with the attempt's UPDATE
+ * that tells whether this answer is the one recorded), and drops it with dropLine() if not.
+ */
+export function addLineReadingLinesWithNext(db: Executor, teamId: string, line: NewRow<'order_lines'>): Promise<{ added: Row<'order_lines'>; lines: Row<'order_lines'>[] }> {
+  const read = sendWithNext(db, addLineReadingLinesQuery(db, line, teamId, line.order_id)).then((lines) => ({ added: lines.find((l) => l.id === line.id)!, lines }));
+  // As sendWithNext's own promise: a transaction that fails first does not also leave an unhandled rejection.
+  read.catch(() => {});
+  return read;
+}
+
+/** Takes back a line this transaction added (addLineReadingLinesWithNext) and may not keep. */
+export async function dropLine(db: Executor, teamId: string, id: string): Promise<void> {
+  await db.deleteFrom('order_lines').where('team_id', '=', teamId).where('id', '=', id).execute();
+}
+
 const addLineReadingLinesQuery = template(['row', 'value', 'value'], (db: Executor, line: NewRow<'order_lines'>, teamId: string, orderId: string) =>
   db
     .with('added', (w) => w.insertInto('order_lines').values(line).returningAll())

@@ -101,6 +101,25 @@ export class OrdersService {
     return { added, ...(await this.totalsOf(trx, teamId, lines, couponId)) };
   }
 
+  /**
+   * addLineAndTotals in two halves, for a caller that adds the line before it knows it may keep it:
+   * the line's insert (and the read of all the lines) goes with the transaction's next statement;
+   * `totals` prices the lines it answers, `drop` takes the line back (see repo.addLineReadingLinesWithNext).
+   */
+  addLineWithNext(trx: Tx, teamId: string, orderId: string, line: NewRow<'order_lines'>) {
+    const added = repo.addLineReadingLinesWithNext(trx, teamId, { ...line, order_id: orderId });
+    return {
+      totals: async (couponId: string | null) => {
+        const now = await added;
+        return { added: now.added, ...(await this.totalsOf(trx, teamId, now.lines, couponId)) };
+      },
+      drop: async () => {
+        await added;
+        await repo.dropLine(trx, teamId, line.id!);
+      },
+    };
+  }
+
   private async totalsOf(trx: Tx, teamId: string, lines: Row<'order_lines'>[], couponId: string | null) {
     const coupon = couponId ? await this.catalog.findCoupon(trx, teamId, couponId) : undefined;
     return { lines, totals: totalsOf(lines, coupon ? discountOf(coupon, lines) : 0) };
