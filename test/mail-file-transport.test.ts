@@ -27,6 +27,19 @@ describe('fileTransport', () => {
     t.close();
   });
 
+  it('writes the message as SMTP carries it: CRLF line ends (bodies too), both parts, its Message-ID', async () => {
+    const t = fileTransport(path.join(root, 'crlf'));
+    const sent = await t.send({ id: 'm9', from: 'Shop <shop@example.com>', to: 'buyer@example.com', subject: 'Order m9', text: 'Thanks\nfor your order\r\nÖ', html: '<p>Thanks</p>\n<p>again</p>' });
+    expect(sent).toEqual({ transport: 'file', ref: '<m9@example.com>' });
+    const eml = fs.readFileSync(t.emlPath('m9')!, 'utf8');
+    expect(eml.replace(/\r\n/g, '')).not.toContain('\n');
+    expect(eml).toContain('Message-ID: <m9@example.com>\r\n');
+    expect(eml).toContain('Content-Type: multipart/alternative');
+    expect(eml).toContain('Thanks\r\nfor your order\r\n=C3=96');
+    expect(eml).toContain('<p>Thanks</p>\r\n<p>again</p>');
+    t.close();
+  });
+
   it('builds and writes the message on its own thread: the file appears while the asking thread is blocked', async () => {
     const dir = path.join(root, 'blocked');
     const t = fileTransport(dir);
