@@ -704,10 +704,10 @@ export type RowPatch<T extends keyof DB> = Updateable<DB[T]>;
 export type IdSubquery = SelectQueryBuilder<DB, any, Record<string, string>>;
 /**
  * A module's subquery of one id by a key of its own row (an order's customer or saved payment
- * method, by the order's id), for another module's read of that id's row in the same round trip.
- * It must only put its values into the query (a template builds it once: templates.ts).
+ * method, by the order's id; null when there is none), for another module's read of that id's row
+ * in the same round trip. It must only put its values into the query (a template builds it once: templates.ts).
  */
-export type KeyedIdSubquery = (db: Kysely<DB>, teamId: string, key: string) => IdSubquery;
+export type KeyedIdSubquery = (db: Kysely<DB>, teamId: string, key: string) => SelectQueryBuilder<DB, any, Record<string, string | null>>;
 
 export type FraudMetric = 'attempts' | 'declines';
 export type FraudDimension = 'card_fingerprint' | 'bin' | 'email' | 'ip_address' | 'order';

@@ -92,8 +92,8 @@ export async function findPaymentMethod(db: Executor, teamId: string, id: string
   return firstRow(db, paymentMethodQuery(db, teamId, id));
 }
 
-/** A saved payment method, as a query to send with others (readTogether). */
-export const paymentMethodQuery = template(['value', 'value'], (db: Executor, teamId: string, id: string) =>
+/** A saved payment method by its id (findPaymentMethod). */
+const paymentMethodQuery = template(['value', 'value'], (db: Executor, teamId: string, id: string) =>
   db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', id),
 );
 

@@ -52,11 +52,6 @@ export class LedgerService {
     return repo.findPaymentMethod(db, teamId, id);
   }
 
-  /** findPaymentMethod as a query to send with others (readTogether). */
-  paymentMethodQuery(db: Executor, teamId: string, id: string) {
-    return repo.paymentMethodQuery(db, teamId, id);
-  }
-
   /** The saved payment method another module's subquery names (an order's, by the order's id), as a query to send with others. */
   paymentMethodOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
     return repo.paymentMethodOfQuery(db, teamId, idOf, key);

@@ -1,5 +1,5 @@
 import { type Compilable, type OperationNodeSource, sql } from 'kysely';
-import { deferWrite, type Executor, firstWithNext, readTogether, sendWithNext } from '../../db/database.ts';
+import { deferWrite, type Executor, firstWithNext, sendWithNext } from '../../db/database.ts';
 import { allRows, firstRow, template } from '../../db/templates.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { IdSubquery, KeyedIdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
@@ -119,7 +119,7 @@ export function lockOrderQuery(db: Executor, teamId: string, id: string) {
 export const customerIdOfOrder: KeyedIdSubquery = (db, teamId, orderId) =>
   db.selectFrom('orders').select('customer_id').where('team_id', '=', teamId).where('id', '=', orderId);
 export const paymentMethodIdOfOrder: KeyedIdSubquery = (db, teamId, orderId) =>
-  db.selectFrom('orders').select('payment_method_id').where('team_id', '=', teamId).where('id', '=', orderId) as unknown as ReturnType<KeyedIdSubquery>;
+  db.selectFrom('orders').select('payment_method_id').where('team_id', '=', teamId).where('id', '=', orderId);
 
 /**
  * The order's row lock, taken with the next statement the transaction sends (sendWithNext): for a
@@ -128,15 +128,6 @@ export const paymentMethodIdOfOrder: KeyedIdSubquery = (db, teamId, orderId) =>
  */
 export function lockOrderWithNext(db: Executor, teamId: string, id: string): Promise<Row<'orders'> | undefined> {
   return firstWithNext(db, findOrderQuery(db, teamId, id, { forUpdate: true }));
-}
-
-/**
- * The order under its row lock and its lines, in one round trip: the lines are read after the lock
- * is granted (the statements run in order), so they are the lines of the order as locked.
- */
-export async function lockOrderWithLines(db: Executor, teamId: string, id: string): Promise<{ order: Row<'orders'> | undefined; lines: Row<'order_lines'>[] }> {
-  const [[order], lines] = await readTogether(db, [findOrderQuery(db, teamId, id, { forUpdate: true }), linesQuery(db, teamId, [id])] as const);
-  return { order, lines: order ? lines : [] };
 }
 
 export async function findOpenLead(db: Executor, teamId: string, campaignId: string, customerId: string): Promise<Row<'orders'> | undefined> {

@@ -24,7 +24,6 @@ import { discountOf, draftLine, type LineDraft, sameAddress, totalsOf } from './
 
 const ORDER_ROWS = {
   findOrder: repo.findOrder,
-  lockOrderWithLines: repo.lockOrderWithLines,
   lockOrderWithNext: repo.lockOrderWithNext,
   lockOrderQuery: repo.lockOrderQuery,
   customerIdOfOrder: repo.customerIdOfOrder,
