@@ -1,7 +1,9 @@
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/app/logger.ts';
+import { sandboxApiBaseUrl } from '../src/providers/extpay/types.ts';
 import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
 import { email } from './support/fixtures.ts';
@@ -260,5 +262,71 @@ describe('webhook endpoints', () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+});
+
+describe('extpay connections: the next order and the next webhook use what was just changed', () => {
+  const company = `biz_cache${process.pid}`;
+  let connection: string;
+  let s: { campaign: string; offer: string };
+  beforeAll(async () => {
+    await fetch(`${sandbox.url}/extpay/sandbox/sandbox/companies`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ company_id: company, api_keys: [{ key: 'key_cache_full' }] }),
+    });
+    connection = await created('/v1/extpay-connections', {
+      name: 'cache',
+      api_key: 'key_cache_full',
+      company_id: company,
+      environment: 'Sandbox',
+      webhook_secret: 'ws_cache_old',
+      base_url: sandboxApiBaseUrl(sandbox.url, 'sandbox'),
+    });
+    s = await shop((await gateway()).id);
+  });
+
+  const extpayOrder = () =>
+    team.api.post('/checkout/orders', {
+      campaign_id: s.campaign,
+      currency: 'USD',
+      customer: { email: email('cache-extpay') },
+      products: [{ offer_id: s.offer, quantity: 1 }],
+      payment: { method: 'extpay', return_url: 'https://shop.example/thanks', external_payment_id: connection },
+    });
+
+  it('a deactivated connection is refused on the next order, and takes the next one once activated', async () => {
+    expect((await extpayOrder()).status).toBe(200);
+    expect((await team.api.post(`/v1/extpay-connections/${connection}/deactivate`, {})).status).toBe(200);
+    const refused = await extpayOrder();
+    expect(refused.status, refused.text).toBe(422);
+    expect(refused.body.error.code).toBe('provider_not_configured');
+    expect((await team.api.post(`/v1/extpay-connections/${connection}/activate`, {})).status).toBe(200);
+    expect((await extpayOrder()).status).toBe(200);
+  });
+
+  it('a warm order reads no connection row', async () => {
+    expect((await extpayOrder()).status).toBe(200);
+    const statements = await statementsSent(async () => expect((await extpayOrder()).status).toBe(200));
+    expect(statements.length).toBeGreaterThan(3);
+    expect(statements.filter((q) => /\bfrom "?extpay_connections"?/i.test(q))).toEqual([]);
+  });
+
+  it("a rotated webhook secret verifies the company's next delivery, and the old one no longer does", async () => {
+    let n = 0;
+    const deliver = (secret: string) => {
+      const id = `msg_cache_${process.pid}_${++n}`;
+      const body = JSON.stringify({ id, api_version: 'v1', timestamp: new Date().toISOString(), type: 'cache.probe', company_id: company, data: {} });
+      const wh = new Webhook(new Uint8Array(Buffer.from(secret, 'utf8')), { format: 'raw' });
+      const ts = Math.floor(Date.now() / 1000);
+      const headers = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': wh.sign(id, new Date(ts * 1000), body) };
+      return app.anonymous.request('POST', '/webhooks/extpay', body, headers);
+    };
+    const before = await deliver('ws_cache_old');
+    expect(before.status, before.text).toBe(200);
+    expect((await team.api.patch(`/v1/extpay-connections/${connection}`, { webhook_secret: 'ws_cache_new' })).status).toBe(200);
+    const rotated = await deliver('ws_cache_new');
+    expect(rotated.status, rotated.text).toBe(200);
+    expect((await deliver('ws_cache_old')).status).not.toBe(200);
   });
 });

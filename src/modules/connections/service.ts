@@ -1,3 +1,4 @@
+import { configCache } from '../../app/cache.ts';
 import { ApiError, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { iso, type ListQuery } from '../../app/schemas.ts';
@@ -45,11 +46,28 @@ function hint(value: string): string {
  * Active; secrets sealed at rest. Create Order resolves one per spec 4.1 rule 8.
  */
 export class ConnectionsService {
+  /**
+   * Live connections by (team, id), and by provider company for inbound webhooks: configuration,
+   * cached per process (src/app/cache.ts) and dropped after each write here, so this process acts on
+   * a change at once and others within the cache's TTL (README, "Caches").
+   */
+  private readonly live;
+  private readonly byCompany;
+
   constructor(
     private readonly store: Store,
     private readonly secrets: Secrets,
     private readonly adapter: ExtpayProviderAdapter,
-  ) {}
+  ) {
+    this.live = configCache<Readonly<Row<'extpay_connections'>>>(store, 'extpay_connections');
+    this.byCompany = configCache<{ rows: ReadonlyArray<Readonly<Row<'extpay_connections'>>> }>(store, 'extpay_connections_by_company');
+  }
+
+  /** After a write to a connection: this process reads it again (and every company's list, which a new or deleted one changes). */
+  private forget(teamId: string, id: string): void {
+    this.live.delete(`${teamId}\u0000${id}`);
+    this.byCompany.clear();
+  }
 
   view(r: Row<'extpay_connections'>) {
     const apiKey = this.secrets.decrypt(r.api_key);
@@ -98,6 +116,7 @@ export class ConnectionsService {
         ...(input.api_version_date ? { api_version_date: input.api_version_date } : {}),
       }),
     );
+    this.forget(teamId, row.id);
     return this.view(row);
   }
 
@@ -115,12 +134,14 @@ export class ConnectionsService {
     if (input.api_version_date !== undefined) patch.api_version_date = input.api_version_date;
     if (input.webhook_secret !== undefined) patch.webhook_secret = input.webhook_secret === null ? null : this.secrets.encrypt(input.webhook_secret);
     const row = await this.store.run((db) => repo.updateConnection(db, teamId, id, patch));
+    this.forget(teamId, id);
     if (!row) throw notFound('Connection');
     return this.view(row);
   }
 
   async setActive(teamId: string, id: string, active: boolean) {
     const row = await this.store.run((db) => repo.updateConnection(db, teamId, id, { is_active: active }));
+    this.forget(teamId, id);
     if (!row) throw notFound('Connection');
     return this.view(row);
   }
@@ -128,6 +149,7 @@ export class ConnectionsService {
   /** Deleted connections disappear from lists and from resolution; their rows stay for history. */
   async remove(teamId: string, id: string) {
     const row = await this.store.run((db) => repo.updateConnection(db, teamId, id, { deleted_at: new Date(), is_active: false }));
+    this.forget(teamId, id);
     if (!row) throw notFound('Connection');
     return { ...this.view(row), deleted: true };
   }
@@ -171,13 +193,19 @@ export class ConnectionsService {
    * company and, when the sender says, environment. Deactivated connections still receive the
    * events of payments they started; deleted ones do not.
    */
-  findForWebhook(companyId: string, environment?: 'sandbox' | 'production') {
-    return this.store.run((db) => repo.findByCompany(db, companyId, environment));
+  async findForWebhook(companyId: string, environment?: 'sandbox' | 'production'): Promise<ReadonlyArray<Readonly<Row<'extpay_connections'>>>> {
+    const found = await this.byCompany.get(`${companyId}\u0000${environment ?? ''}`, async () => ({
+      rows: Object.freeze((await this.store.run((db) => repo.findByCompany(db, companyId, environment))).map((r) => Object.freeze(r))),
+    }));
+    return found!.rows;
   }
 
-  /** A live connection by id (for follow-ups of a payment it started, whatever its Active flag). */
-  findLive(db: Executor, teamId: string, id: string) {
-    return repo.findConnection(db, teamId, id);
+  /** A live connection by id (for follow-ups of a payment it started, whatever its Active flag). Frozen and shared. */
+  findLive(db: Executor, teamId: string, id: string): Promise<Readonly<Row<'extpay_connections'>> | undefined> {
+    return this.live.get(`${teamId}\u0000${id}`, async () => {
+      const row = await repo.findConnection(db, teamId, id);
+      return row && Object.freeze(row);
+    });
   }
 
   /**
@@ -186,7 +214,7 @@ export class ConnectionsService {
    */
   async resolveForOrder(db: Executor, teamId: string, pinnedId: string | undefined): Promise<Row<'extpay_connections'>> {
     if (pinnedId) {
-      const pinned = await repo.findConnection(db, teamId, pinnedId);
+      const pinned = await this.findLive(db, teamId, pinnedId);
       if (!pinned || !pinned.is_active) throw new ApiError('provider_not_configured');
       return pinned;
     }
