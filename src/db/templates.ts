@@ -93,6 +93,20 @@ export function template<A extends unknown[], O>(kinds: { [K in keyof A]: ArgKin
   };
 }
 
+/**
+ * Templates made per key: `make(key)` on a key's first call, kept while the key lives. For a
+ * statement whose SQL includes a query another module hands in as a function (a customer's upsert,
+ * an order's subquery of an id), so it is still built and compiled once per shape.
+ */
+export function templatesBy<K extends object, T>(make: (key: K) => T): (key: K) => T {
+  const made = new WeakMap<K, T>();
+  return (key) => {
+    let t = made.get(key);
+    if (t === undefined) made.set(key, (t = make(key)));
+    return t;
+  };
+}
+
 /** A template's statement with its values: what every helper taking a query takes (a Compilable). */
 class Bound<O> implements Compilable<O> {
   constructor(private readonly compiled: CompiledQuery<O>) {}

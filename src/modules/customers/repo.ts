@@ -1,7 +1,7 @@
-import { type Compilable, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
 import type { KeyedIdSubquery, NewRow, Row } from '../../db/schema.ts';
-import { allRows, template } from '../../db/templates.ts';
+import { allRows, template, templatesBy } from '../../db/templates.ts';
 
 /** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
 export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Promise<Row<'customers'>> {
@@ -52,17 +52,14 @@ export const customersQuery = template(['value', 'list'], (db: Executor, teamId:
  * subquery (one template each), like any hot read.
  */
 export function customerOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
-  let q = CUSTOMER_OF.get(idOf);
-  if (!q) {
-    q = template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
-      db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
-    );
-    CUSTOMER_OF.set(idOf, q);
-  }
-  return q(db, teamId, key);
+  return customerOf(idOf)(db, teamId, key);
 }
 
-const CUSTOMER_OF = new WeakMap<KeyedIdSubquery, (db: Executor, teamId: string, key: string) => Compilable<Row<'customers'>>>();
+const customerOf = templatesBy((idOf: KeyedIdSubquery) =>
+  template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
+    db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
+  ),
+);
 
 export async function updateCustomer(
   db: Executor,

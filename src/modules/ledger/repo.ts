@@ -1,6 +1,6 @@
-import { type Compilable, sql } from 'kysely';
+import { sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext } from '../../db/database.ts';
-import { firstRow, template } from '../../db/templates.ts';
+import { firstRow, template, templatesBy } from '../../db/templates.ts';
 import type { KeyedIdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
@@ -102,17 +102,14 @@ const paymentMethodQuery = template(['value', 'value'], (db: Executor, teamId: s
  * KeyedIdSubquery), as a query to send with others (readTogether); compiled once per subquery.
  */
 export function paymentMethodOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
-  let q = PAYMENT_METHOD_OF.get(idOf);
-  if (!q) {
-    q = template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
-      db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
-    );
-    PAYMENT_METHOD_OF.set(idOf, q);
-  }
-  return q(db, teamId, key);
+  return paymentMethodOf(idOf)(db, teamId, key);
 }
 
-const PAYMENT_METHOD_OF = new WeakMap<KeyedIdSubquery, (db: Executor, teamId: string, key: string) => Compilable<Row<'payment_methods'>>>();
+const paymentMethodOf = templatesBy((idOf: KeyedIdSubquery) =>
+  template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
+    db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
+  ),
+);
 
 export async function findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string): Promise<Row<'transactions'> | undefined> {
   return db

@@ -1,6 +1,6 @@
 import { type Compilable, type OperationNodeSource, sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext, sendWithNext } from '../../db/database.ts';
-import { allRows, firstRow, template } from '../../db/templates.ts';
+import { allRows, firstRow, template, templatesBy } from '../../db/templates.ts';
 import { CONVERTED_PAYMENT_STATUSES } from './affiliate-view.ts';
 import type { IdSubquery, KeyedIdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
 export * from './upsell-claims.ts';
@@ -40,8 +40,7 @@ export function insertNewLeadQuery(
   lines: NewLeadLine[],
   event: { id: string; type: string; data: Record<string, unknown> },
 ) {
-  let lead = NEW_LEAD.get(upsertCustomer);
-  if (!lead) NEW_LEAD.set(upsertCustomer, (lead = newLeadTemplate(upsertCustomer)));
+  const lead = newLead(upsertCustomer);
   // The lines and the event's data as one JSON parameter each: the statement's text is the same for any number of lines.
   return lead(db, customer, row, JSON.stringify(lines), event.id, event.type, JSON.stringify(event.data));
 }
@@ -50,7 +49,7 @@ export function insertNewLeadQuery(
 export type CustomerUpsert = (db: Executor, row: NewRow<'customers'>) => OperationNodeSource & Compilable<Row<'customers'>>;
 
 /** The new lead's statement per customer upsert (one in practice: the customers module's). */
-const NEW_LEAD = new WeakMap<CustomerUpsert, ReturnType<typeof newLeadTemplate>>();
+const newLead = templatesBy(newLeadTemplate);
 
 function newLeadTemplate(upsertCustomer: CustomerUpsert) {
   return template(
@@ -240,8 +239,12 @@ export function insertLinesQuery(db: Executor, lines: NewRow<'order_lines'>[]) {
  * see each other's rows; in `seq` order.
  */
 export async function addLineReadingLines(db: Executor, teamId: string, line: NewRow<'order_lines'>): Promise<{ added: Row<'order_lines'>; lines: Row<'order_lines'>[] }> {
-  const lines = await allRows(db, addLineReadingLinesQuery(db, line, teamId, line.order_id));
-  return { added: lines.find((l) => l.id === line.id)!, lines };
+  return withAdded(line.id!, await allRows(db, addLineReadingLinesQuery(db, line, teamId, line.order_id)));
+}
+
+/** The statement's lines, and among them the one it added. */
+function withAdded(id: string, lines: Row<'order_lines'>[]): { added: Row<'order_lines'>; lines: Row<'order_lines'>[] } {
+  return { added: lines.find((l) => l.id === id)!, lines };
 }
 
 /**
@@ -250,7 +253,7 @@ export async function addLineReadingLines(db: Executor, teamId: string, line: Ne
  * that tells whether this answer is the one recorded), and drops it with dropLine() if not.
  */
 export function addLineReadingLinesWithNext(db: Executor, teamId: string, line: NewRow<'order_lines'>): Promise<{ added: Row<'order_lines'>; lines: Row<'order_lines'>[] }> {
-  const read = sendWithNext(db, addLineReadingLinesQuery(db, line, teamId, line.order_id)).then((lines) => ({ added: lines.find((l) => l.id === line.id)!, lines }));
+  const read = sendWithNext(db, addLineReadingLinesQuery(db, line, teamId, line.order_id)).then((lines) => withAdded(line.id!, lines));
   // As sendWithNext's own promise: a transaction that fails first does not also leave an unhandled rejection.
   read.catch(() => {});
   return read;
