@@ -95,6 +95,9 @@ const order = async (n: string) => {
 const eventCount = (n: string, type: string) =>
   app.store.run(async (db) => (await db.selectFrom('events').select('id').where('order_id', '=', n).where('type', '=', type).execute()).length);
 
+/** The order's timeline rows of one type. */
+const timelineCount = (n: string, type: string) =>
+  app.store.run(async (db) => (await db.selectFrom('order_events').select('id').where('order_id', '=', n).where('type', '=', type).execute()).length);
 /** Every request of one method and path the proxy saw since the test began. */
 const seen = (method: string, path: RegExp) => proxy.requests.filter((r) => r.method === method && path.test(r.path));
 
@@ -342,6 +345,57 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
     expect(await eventCount(n, 'order.upsell_added')).toBe(1);
     expect((await upsell(n, c.upsell)).text).toBe(up.text);
     expect(await approvedNmiSales(g.key)).toHaveLength(2);
+    await expectNmiLedgerAgrees(g);
+  });
+
+  it('first payment, recorded by the recovery run while the gateway\'s answer is still on its way: the request answers what recovery recorded, the order moves once', async () => {
+    const g = await nmiGateway();
+    const c = await campaign({ gateway_id: g.id });
+    const n = await lead(c);
+
+    // The gateway charges; its answer is held at the proxy until the recovery run has recorded the charge.
+    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
+    const pending = pay(n);
+    await proxy.held();
+    const [attempt] = await inFlight(n);
+    expect(attempt).toMatchObject({ type: 'sale' });
+    expect(await recover()).toMatchObject({ checked: 1, approved: 1, declined: 0, not_found: 0, unresolved: 0 });
+    expect((await order(n)).status).toBe('processing');
+
+    // The request's phase 3 sends the attempt's UPDATE and the order's move in one write, each
+    // checking itself: the attempt is recorded already, so nothing of it commits and the request
+    // answers the ordinary way, from what the recovery run recorded.
+    proxy.release();
+    const r = await pending;
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ success: true, message: 'Payment approved.', data: { transaction_id: attempt!.id, attempts: 1 } });
+    expect(await timelineCount(n, 'payment.approved')).toBe(1);
+    expect(await txnRow(attempt!.id)).toMatchObject({ status: 'approved', in_flight: false });
+    expect(await approvedNmiSales(g.key)).toHaveLength(1);
+    await expectNmiLedgerAgrees(g);
+  });
+
+  it('first payment whose order changed while the gateway\'s answer was on its way: the answer is written and given from the order as it is then', async () => {
+    const g = await nmiGateway();
+    const c = await campaign({ gateway_id: g.id });
+    const n = await lead(c);
+
+    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
+    const pending = pay(n);
+    await proxy.held();
+    // A teammate flags the order for QA meanwhile: the order is no longer as phase 1 left it.
+    const flagged = await team.api.patch(`/v1/orders/${n}`, { needs_qa: true, qa_reason: 'checked by hand' });
+    expect(flagged.status, flagged.text).toBe(200);
+
+    proxy.release();
+    const r = await pending;
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ success: true, message: 'Payment approved.', data: { status: 'processing', needs_qa: true, qa_reason: 'checked by hand', attempts: 1 } });
+    const o = await order(n);
+    expect(o).toMatchObject({ status: 'processing', needs_qa: true, qa_reason: 'checked by hand' });
+    expect(await timelineCount(n, 'payment.approved')).toBe(1);
+    expect(await timelineCount(n, 'qa.flagged')).toBe(1);
+    expect(await approvedNmiSales(g.key)).toHaveLength(1);
     await expectNmiLedgerAgrees(g);
   });
 

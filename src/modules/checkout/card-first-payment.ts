@@ -1,5 +1,6 @@
 import { ApiError, invalid } from '../../app/errors.ts';
 import type { Store, Tx } from '../../db/database.ts';
+import { isGuardRefusal } from '../../db/helpers.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome } from '../../providers/provider.ts';
 import type { AffiliatesService } from '../affiliates/service.ts';
@@ -10,6 +11,7 @@ import type { FirstChargeRequest } from '../payments/attempts.ts';
 import { committed, FIRST_PAYMENT, type FirstStep, type OpenedStep } from '../payments/first-payment.ts';
 import type { PaymentsService } from '../payments/service.ts';
 import type { OrdersService } from '../orders/service.ts';
+import type { HeldOrderOptions } from '../orders/repo.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import type { OrderStatus, PaymentStatus } from '../orders/states.ts';
 import { type OrderEvent, orderView, type PaymentResult } from '../orders/views.ts';
@@ -120,6 +122,11 @@ export class CardFirstPayment {
       // The attempt row went with the COMMIT of the transaction that wrote it: committed by now.
       const call = await committed(step);
       const outcome = await this.d.payments.sendFirstPayment(call.gateway, call.attempt, req);
+      const approved = outcome.kind === 'approved' ? await this.settleApprovalAtCommit(order, customer, lines, req, call, outcome) : null;
+      if (approved) {
+        this.d.events.nudge();
+        return approved;
+      }
       const next = await this.d.store.transaction(async (trx): Promise<{ result: PaymentResult } | { step: OpenedStep }> => {
         // The order's lock goes with the answer's first write (neither depends on the other's result).
         const locked = this.d.orders.rows.lockOrderWithNext(trx, order.team_id, order.id);
@@ -138,8 +145,50 @@ export class CardFirstPayment {
     }
   }
 
-  /** The payment's outcome on the order, in the transaction that recorded it. */
-  async settle(trx: Tx, current: Row<'orders'>, customer: Row<'customers'>, lines: Row<'order_lines'>[], done: Extract<FirstStep, { kind: 'done' }>): Promise<PaymentResult> {
+  /**
+   * Phase 3 of the common answer, an approval with nothing else to settle (no velocity holds, no
+   * affiliate conversion), in one round trip: the order's lock, the attempt's UPDATE and the order's
+   * move go in one socket write with the COMMIT, the move written from `order` as phase 1 left it
+   * instead of the row read under the lock. Each write checks in SQL what the ordinary way checks
+   * in code: the attempt is still in flight (closeAttemptAtCommit), the order still as phase 1 left
+   * it (unchangedSinceEarlierPhase). If either is not, nothing of it commits and the answer is null:
+   * the caller takes the ordinary way, which reads the order under its lock (and answers what the
+   * recovery run recorded, if that was first).
+   */
+  private async settleApprovalAtCommit(
+    order: Row<'orders'>,
+    customer: Row<'customers'>,
+    lines: Row<'order_lines'>[],
+    req: FirstChargeRequest,
+    call: Extract<FirstStep, { kind: 'call' }>,
+    outcome: Extract<ChargeOutcome, { kind: 'approved' }>,
+  ): Promise<PaymentResult | null> {
+    if (call.holds || order.affiliate_id) return null;
+    try {
+      return await this.d.store.transaction(async (trx) => {
+        // The order's lock first, as the ordinary way and the recovery run take it: the same order of locks.
+        void this.d.orders.rows.lockOrderWithNext(trx, order.team_id, order.id);
+        const done = await this.d.payments.first.recordApprovalAtCommit(trx, req, call, outcome);
+        return this.settle(trx, order, customer, lines, done, { unchangedSinceEarlierPhase: true });
+      });
+    } catch (err) {
+      if (isGuardRefusal(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * The payment's outcome on the order, in the transaction that recorded it. `current`: the order
+   * as read under the lock, or (`unchangedSinceEarlierPhase`) as phase 1 left it, checked by the move.
+   */
+  async settle(
+    trx: Tx,
+    current: Row<'orders'>,
+    customer: Row<'customers'>,
+    lines: Row<'order_lines'>[],
+    done: Extract<FirstStep, { kind: 'done' }>,
+    held: HeldOrderOptions = {},
+  ): Promise<PaymentResult> {
     await this.d.payments.first.settleVelocity(trx, current.team_id, current.id, done);
     const next = orderAfter(done.outcome);
     if (!next) {
@@ -152,6 +201,7 @@ export class CardFirstPayment {
       next,
       { type: `payment.${done.outcome.kind}`, data: { transactions: done.transactions.map((t) => t.id), from_status: current.status, to_status: next.status, is_test: done.isTest } },
       { ...(done.paymentMethod ? { payment_method_id: done.paymentMethod.id } : {}), ...(done.isTest ? { is_test: true } : {}) },
+      held,
     );
     if (done.outcome.kind === 'declined' && current.coupon_id) await this.d.catalog.releaseCoupon(trx, current.team_id, current.coupon_id, current.id);
     if (done.outcome.kind === 'approved') {

@@ -33,3 +33,15 @@ export function closeAttempt(trx: Tx, teamId: string, attempt: Pick<Row<'transac
   return transition(trx, machineOf(attempt.type).move('in_flight', to), { write: (t) => repo.closeAttempt(t, teamId, attempt.id, patch), event: null });
 }
 
+
+/**
+ * closeAttempt() for a caller that sends the answer's consequences with it, in one socket write
+ * (repo.closeAttemptAtCommit): the move is checked here, the row's in-flight state by the statement
+ * itself, which fails the transaction (SQLSTATE CS409) when another path recorded the answer first.
+ * The answer is the attempt as the statement leaves it.
+ */
+export async function closeAttemptAtCommit(trx: Tx, teamId: string, attempt: Row<'transactions'>, patch: RowPatch<'transactions'>): Promise<Row<'transactions'>> {
+  const to = stateOf({ type: attempt.type, status: patch.status ?? 'pending', in_flight: false });
+  await transition(trx, machineOf(attempt.type).move('in_flight', to), { write: (t) => repo.closeAttemptAtCommit(t, teamId, attempt.id, patch), event: null });
+  return { ...attempt, ...patch, in_flight: false } as Row<'transactions'>;
+}

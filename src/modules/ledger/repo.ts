@@ -288,6 +288,24 @@ const closeAttemptQuery = template(['row', 'value', 'value'], (db: Executor, set
   db.updateTable('transactions').set(set).where('team_id', '=', teamId).where('id', '=', id).where('in_flight', '=', true).returningAll(),
 );
 
+/**
+ * closeAttempt() sent with the transaction's next statement or its COMMIT (deferWrite), unanswered:
+ * for a caller that writes what follows from the answer (the order's move) in the same socket
+ * write, before it knows the attempt was still in flight. The statement checks its own row count
+ * (checkstand_expect_rows, migration 0020): when another path recorded the answer first it fails
+ * with SQLSTATE CS409, and nothing of the transaction commits.
+ */
+export async function closeAttemptAtCommit(db: Executor, teamId: string, id: string, patch: RowPatch<'transactions'>): Promise<void> {
+  await deferWrite(db, closeAttemptCheckedQuery(db, { ...patch, in_flight: false }, teamId, id, `Attempt ${id} is no longer in flight.`));
+}
+
+const closeAttemptCheckedQuery = template(['row', 'value', 'value', 'value'], (db: Executor, set: RowPatch<'transactions'>, teamId: string, id: string, refusal: string) =>
+  db
+    .with('closed', (w) => w.updateTable('transactions').set(set).where('team_id', '=', teamId).where('id', '=', id).where('in_flight', '=', true).returning('id'))
+    .selectFrom('closed')
+    .select(sql<number>`checkstand_expect_rows(count(*), 1, ${refusal})`.as('closed')),
+);
+
 export async function findInFlight(db: Executor, teamId: string, orderId: string, step: string): Promise<Row<'transactions'> | undefined> {
   return db.selectFrom('transactions').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('step', '=', step).where('in_flight', '=', true).executeTakeFirst();
 }

@@ -5,7 +5,7 @@ import { listPage, type Page } from '../../db/pagination.ts';
 import type { KeyedIdSubquery, Row } from '../../db/schema.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import * as repo from './repo.ts';
-import { closeAttempt, moveTransaction } from './moves.ts';
+import { closeAttempt, closeAttemptAtCommit, moveTransaction } from './moves.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 import { type FirstPaymentOutcome, EXTPAY_REFUND_REQUESTED, type ListTransactionsQuery, transactionView, type TransactionView } from './views.ts';
 import { ExtpayLedger } from './external.ts';
@@ -17,6 +17,7 @@ const LEDGER_ROWS = {
   insertTransaction: repo.insertTransaction,
   insertTransactionWithNext: repo.insertTransactionWithNext,
   closeAttempt,
+  closeAttemptAtCommit,
   findTransaction: repo.findTransaction,
   listOrderTransactions: repo.listOrderTransactions,
   reversedAmount: repo.reversedAmount,

@@ -181,7 +181,13 @@ function isPlainValue(value: unknown): boolean {
  * column takes the value given (none is computed by the database, `updated_at` included). A failure
  * fails the statement after it or the COMMIT, and nothing of the transaction commits.
  */
-export async function updateHeldOrder(db: Executor, held: Row<'orders'>, patch: HeldOrderPatch, events: NewRow<'order_events'>[]): Promise<Row<'orders'>> {
+export async function updateHeldOrder(
+  db: Executor,
+  held: Row<'orders'>,
+  patch: HeldOrderPatch,
+  events: NewRow<'order_events'>[],
+  opts: HeldOrderOptions = {},
+): Promise<Row<'orders'>> {
   const set: Record<string, unknown> = { updated_at: new Date() };
   for (const [column, value] of Object.entries(patch)) {
     if (value === undefined) continue; // as Kysely's set() skips it
@@ -191,9 +197,44 @@ export async function updateHeldOrder(db: Executor, held: Row<'orders'>, patch: 
   // Two deferred writes into different tables: the driver sends them as one statement, with the
   // deferred writes around them (the outbox event, its deliveries, the mail row).
   if (events.length > 0) await deferWrite(db, insertEventsQuery(db, events));
-  await deferWrite(db, updateOrderByKey(db, set, held.team_id, held.id));
+  if (opts.unchangedSinceEarlierPhase) {
+    const refusal = `Order ${held.id} changed since it was last read.`;
+    await deferWrite(db, updateUnchangedOrderQuery(db, set, held.team_id, held.id, held.status, held.updated_at, refusal));
+  } else {
+    await deferWrite(db, updateOrderByKey(db, set, held.team_id, held.id));
+  }
   return { ...held, ...set } as Row<'orders'>;
 }
+
+export interface HeldOrderOptions {
+  /**
+   * `held` is the row as an earlier transaction of the same request left it (its phase 1), not as
+   * read under this transaction's lock: the UPDATE checks the row still has that status and
+   * `updated_at` (every write of an order sets it: updateOrder, updateHeldOrder) and otherwise
+   * fails with SQLSTATE CS409 (checkstand_expect_rows), aborting the transaction, so the caller
+   * can take the ordinary way (lock, read, write). `updated_at` is compared to the millisecond, as a
+   * JavaScript Date holds it.
+   */
+  unchangedSinceEarlierPhase?: boolean;
+}
+
+const updateUnchangedOrderQuery = template(
+  ['row', 'value', 'value', 'value', 'value', 'value'],
+  (db: Executor, set: RowPatch<'orders'>, teamId: string, id: string, status: string, updatedAt: Date, refusal: string) =>
+    db
+      .with('moved', (w) =>
+        w
+          .updateTable('orders')
+          .set(set)
+          .where('team_id', '=', teamId)
+          .where('id', '=', id)
+          .where('status', '=', status as Row<'orders'>['status'])
+          .where(sql<Date>`date_trunc('milliseconds', "updated_at")`, '=', updatedAt)
+          .returning('id'),
+      )
+      .selectFrom('moved')
+      .select(sql<number>`checkstand_expect_rows(count(*), 1, ${refusal})`.as('moved')),
+);
 
 const insertEventsQuery = template(['rows'], (db: Executor, events: NewRow<'order_events'>[]) => db.insertInto('order_events').values(events));
 const updateOrderByKey = template(['row', 'value', 'value'], (db: Executor, set: RowPatch<'orders'>, teamId: string, id: string) =>

@@ -158,6 +158,8 @@ export class OrdersService {
    * the caller's transaction, which holds the order's row lock: `order` is the row as read under
    * that lock (or as a previous move or update answered it). The write goes with the transaction's
    * next statement or its COMMIT, and the answer is `order` with the change (repo.updateHeldOrder).
+   * `opts.unchangedSinceEarlierPhase`: `order` is the row as the request's earlier transaction left
+   * it, and the write checks it still is (repo.HeldOrderOptions).
    */
   async move(
     trx: Tx,
@@ -165,6 +167,7 @@ export class OrdersService {
     to: { status?: OrderStatus; payment_status?: PaymentStatus },
     event: OrderEvent | null,
     patch: repo.HeldOrderPatch = {},
+    opts: repo.HeldOrderOptions = {},
   ): Promise<Row<'orders'>> {
     const moves = [
       ...(to.status ? [ORDER.move(order.status, to.status)] : []),
@@ -172,7 +175,7 @@ export class OrdersService {
     ];
     // The timeline row is written by the row's own UPDATE (one statement), so transition() records none.
     const timeline = event ? this.timelineRows(order.team_id, order.id, [event]) : [];
-    return transition(trx, moves, { write: (t) => repo.updateHeldOrder(t, order, { ...patch, ...to }, timeline), event: null });
+    return transition(trx, moves, { write: (t) => repo.updateHeldOrder(t, order, { ...patch, ...to }, timeline, opts), event: null });
   }
 
   /**

@@ -181,8 +181,21 @@ export class FirstPaymentLedger {
   }
 
   /**
+   * Phase 3 of an approval, written in the same socket write as what follows from it (the order's
+   * move, its COMMIT): the attempt's UPDATE is not awaited, and fails the transaction (SQLSTATE
+   * CS409) when another path recorded the attempt first; the caller then takes the ordinary way
+   * (record). The attempt in the answer is the row as that UPDATE leaves it.
+   */
+  async recordApprovalAtCommit(trx: Tx, req: FirstChargeRequest, step: FirstCall, outcome: Extract<ChargeOutcome, { kind: 'approved' }>): Promise<Extract<FirstStep, { kind: 'done' }>> {
+    const closed = (await this.close(trx, req.teamId, req.customerId, step.attempt, outcome, summarizeCard(req.card), { atCommit: true }))!;
+    return { kind: 'done', outcome, transactions: [...step.transactions.slice(0, -1), closed.transaction], paymentMethod: closed.paymentMethod, isTest: step.gateway.test_mode, holds: step.holds };
+  }
+
+  /**
    * Closes an attempt with the provider's answer (the request's own phase 3, or the recovery run):
    * approved saves the card for one-click upsells; a decline gives its reserved volume back.
+   * `atCommit` (an approval only): the attempt's UPDATE goes unanswered with the transaction's next
+   * statement or its COMMIT and checks itself (ledger closeAttemptAtCommit); never null then.
    */
   async close(
     trx: Tx,
@@ -191,21 +204,25 @@ export class FirstPaymentLedger {
     attempt: Row<'transactions'>,
     outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>,
     card: CardSummary | null,
+    opts: { atCommit?: boolean } = {},
   ): Promise<{ transaction: Row<'transactions'>; paymentMethod: Pick<Row<'payment_methods'>, 'id'> | null } | null> {
+    if (opts.atCommit && outcome.kind !== 'approved') throw new Error('close(): only an approval is written at commit');
     let saved: { id: string } | null = null;
     if (outcome.kind === 'approved' && attempt.step === FIRST_PAYMENT) {
       const summary = card ?? { brand: attempt.card_brand ?? 'unknown', bin: attempt.card_bin ?? '', last4: attempt.card_last4 ?? '', exp: attempt.card_exp ?? '' };
       saved = await this.saveMethod(trx, { teamId, customerId }, summary, attempt.gateway_id, outcome.vaultRef, outcome.providerRef, attempt.is_test);
     }
     const status = outcome.kind === 'approved' ? 'approved' : outcome.kind === 'declined' ? 'declined' : 'pending';
-    const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt, {
+    const patch = {
       status,
       provider_ref: outcome.providerRef,
       auth_code: outcome.kind === 'approved' ? outcome.authCode : null,
       response_code: outcome.code,
       response_text: outcome.text,
       ...(saved ? { payment_method_id: saved.id } : {}),
-    });
+    } as const;
+    if (opts.atCommit) return { transaction: await this.ledger.rows.closeAttemptAtCommit(trx, teamId, attempt, patch), paymentMethod: saved };
+    const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt, patch);
     if (!t) return null;
     if (status === 'declined') await this.releaseVolume(trx, t);
     return { transaction: t, paymentMethod: saved };
