@@ -147,7 +147,10 @@ async function campaign(opts: { gateway_id?: string }) {
   const offer = await catalog.createOffer(team.teamId, { campaign_id: c.id, product_id: p.id, name: 'o', price: 2500, shipping: 500, billing: 'one_time', fulfillment_type: 'physical' });
   const upOffer = await catalog.createOffer(team.teamId, { campaign_id: c.id, product_id: p.id, name: 'up', price: 1000, shipping: 0, billing: 'one_time', fulfillment_type: 'digital' });
   const upsell = await catalog.createUpsell(team.teamId, { campaign_id: c.id, offer_id: upOffer.id, step: 1, name: 'up' });
-  return { id: c.id, offer: offer.id, upsell: upsell.id };
+  // A second upsell, of a physical offer (a completed order's fulfillment takes its line late).
+  const shipOffer = await catalog.createOffer(team.teamId, { campaign_id: c.id, product_id: p.id, name: 'ship', price: 700, shipping: 0, billing: 'one_time', fulfillment_type: 'physical' });
+  const upsell2 = await catalog.createUpsell(team.teamId, { campaign_id: c.id, offer_id: shipOffer.id, step: 2, name: 'ship' });
+  return { id: c.id, offer: offer.id, upsell: upsell.id, upsell2: upsell2.id };
 }
 
 async function lead(c: { id: string; offer: string }) {
@@ -332,8 +335,9 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
     expect(await recover()).toMatchObject({ checked: 1, approved: 1, declined: 0, not_found: 0, unresolved: 0 });
     expect((await order(n)).lines).toHaveLength(2);
 
-    // The request's phase 3 sends the approved line with the attempt's UPDATE, finds the attempt
-    // recorded already, takes its line back and answers the stored 200.
+    // The request's phase 3 sends the approved line, the order's totals and the claim's answer with
+    // the attempt's UPDATE and the COMMIT, each checking itself: the attempt is recorded already, so
+    // nothing of it commits; the ordinary way then finds the attempt recorded and answers the stored 200.
     proxy.release();
     const up = await pending;
     expect(up.status, up.text).toBe(200);
@@ -345,6 +349,58 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
     expect(await eventCount(n, 'order.upsell_added')).toBe(1);
     expect((await upsell(n, c.upsell)).text).toBe(up.text);
     expect(await approvedNmiSales(g.key)).toHaveLength(2);
+    await expectNmiLedgerAgrees(g);
+  });
+
+  it('upsell whose order took another upsell while the gateway\'s answer was on its way: the answer adds its line to both, totals from all three lines', async () => {
+    const g = await nmiGateway();
+    const c = await campaign({ gateway_id: g.id });
+    const n = await paidNmiOrder(c);
+
+    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
+    const pending = upsell(n, c.upsell);
+    await proxy.held();
+    // The second upsell goes through meanwhile: the order's lines and totals are no longer as the
+    // first upsell's phase 1 read them.
+    const second = await upsell(n, c.upsell2);
+    expect(second.status, second.text).toBe(200);
+    expect(second.body.data).toMatchObject({ total: 3700 });
+
+    proxy.release();
+    const up = await pending;
+    expect(up.status, up.text).toBe(200);
+    expect(up.body).toMatchObject({ success: true, message: 'Upsell added.', data: { upsell_id: c.upsell, subtotal: 4200, shipping_total: 500, total: 4700 } });
+    expect(up.body.data.lines.map((l: { upsell_id: string | null }) => l.upsell_id)).toEqual([null, c.upsell2, c.upsell]);
+    const o = await order(n);
+    expect(o).toMatchObject({ subtotal: 4200, shipping_total: 500, total: 4700 });
+    expect(o.lines).toHaveLength(3);
+    expect(await timelineCount(n, 'upsell.added')).toBe(2);
+    expect(await eventCount(n, 'order.upsell_added')).toBe(2);
+    expect((await upsell(n, c.upsell)).text).toBe(up.text);
+    expect(await approvedNmiSales(g.key)).toHaveLength(3);
+    await expectNmiLedgerAgrees(g);
+  });
+
+  it('upsell whose order was completed while the gateway\'s answer was on its way: the answer is given from the completed order, and its fulfillment takes the line', async () => {
+    const g = await nmiGateway();
+    const c = await campaign({ gateway_id: g.id });
+    const n = await paidNmiOrder(c);
+
+    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
+    const pending = upsell(n, c.upsell2);
+    await proxy.held();
+    const done = await team.api.post('/checkout/orders/complete', { order_number: n });
+    expect(done.status, done.text).toBe(200);
+
+    proxy.release();
+    const up = await pending;
+    expect(up.status, up.text).toBe(200);
+    expect(up.body).toMatchObject({ success: true, data: { upsell_id: c.upsell2, status: 'completed', total: 3700 } });
+    expect(await order(n)).toMatchObject({ status: 'completed', total: 3700 });
+    const ful = await team.api.get(`/v1/fulfillments?order_number=${n}`);
+    expect(ful.status, ful.text).toBe(200);
+    expect(ful.body.data).toHaveLength(1);
+    expect(ful.body.data[0].lines.map((l: { name: string }) => l.name)).toEqual(['o', 'ship']);
     await expectNmiLedgerAgrees(g);
   });
 

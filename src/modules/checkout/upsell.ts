@@ -1,6 +1,7 @@
 import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { readTogether, type Tx } from '../../db/database.ts';
+import { isGuardRefusal } from '../../db/helpers.ts';
 import type { Row } from '../../db/schema.ts';
 import { subscriptionView } from '../subscriptions/service.ts';
 import { type PaymentsService } from '../payments/service.ts';
@@ -9,6 +10,7 @@ import type { UpsellBody } from '../orders/schemas.ts';
 import { type OrderStatus, UPSELLABLE } from '../orders/states.ts';
 import { draftLine, type LineDraft } from '../orders/pricing.ts';
 import type { OrdersService } from '../orders/service.ts';
+import type { LineViewSource } from '../orders/views.ts';
 import { UseCase } from './use-case.ts';
 
 /**
@@ -29,14 +31,16 @@ export class UpsellUseCase extends UseCase {
     const claim = await this.store.transaction(async (trx) => {
       // The upsell is configuration (cached): known before the order is read.
       const upsell = await this.catalog.findUpsell(trx, teamId, body.upsell_id);
-      // The order's lock, then its claim on this upsell, its saved method and its customer, read by
-      // the order's id as locked, in one round trip (the last two only matter when the upsell goes ahead).
+      // The order's lock, then its claim on this upsell, its saved method, its customer and its lines,
+      // read by the order's id as locked, in one round trip (the last three only matter when the
+      // upsell goes ahead; the lines let an approval be answered in one round trip: settleApprovalAtCommit).
       const orderId = body.order_number;
-      const [[order], [previous], [savedMethod], [customer]] = await readTogether(trx, [
+      const [[order], [previous], [savedMethod], [customer], lines] = await readTogether(trx, [
         this.orders.rows.lockOrderQuery(trx, teamId, orderId),
         this.orders.rows.orderUpsellQuery(trx, teamId, orderId, body.upsell_id),
         this.ledger.paymentMethodOfQuery(trx, teamId, this.orders.rows.paymentMethodIdOfOrder, orderId),
         this.customers.findOfQuery(trx, teamId, this.orders.rows.customerIdOfOrder, orderId),
+        this.orders.rows.linesQuery(trx, teamId, [orderId]),
       ] as const);
       if (!order) throw notFound('Order');
       if (!upsell) throw notFound('Upsell');
@@ -77,7 +81,7 @@ export class UpsellUseCase extends UseCase {
       }
       // The attempt row, the claim and the COMMIT go in one round trip; the row is read once committed.
       const next = { kind: 'call', attempt: opened.attempt, confirmsLater: false, send: () => this.payments.sendCharge(opened.gateway, opened.request) } as const;
-      return { order, method, line, claimId, step: next, customer };
+      return { order, method, line, claimId, step: next, customer, lines };
     });
     if ('replay' in claim) {
       const r = claim.replay!;
@@ -91,6 +95,7 @@ export class UpsellUseCase extends UseCase {
 
     const { order, method, line, claimId } = claim;
     const customer = 'customer' in claim ? claim.customer : undefined;
+    const lines = 'lines' in claim ? claim.lines : undefined;
     const step: UpsellPhase = claim.step ? { ...claim.step, attempt: await claim.step.attempt } : await this.openSavedAtProvider(teamId, order, method, line, claimId);
     if (step.kind === 'done') return this.settleUpsell(teamId, order.id, line, claimId, step.transaction, step.outcome);
     // Phase 2: the attempt row is committed; the provider is asked holding no lock.
@@ -118,6 +123,9 @@ export class UpsellUseCase extends UseCase {
       }
       // Spec 4.3: accepted (pending, or even paid at once), the line is added when the provider's payment.succeeded confirms it.
       if (outcome.kind !== 'declined') return this.acceptUpsell(teamId, order.id, line, claimId, step.attempt, outcome.providerRef);
+    } else if (outcome.kind === 'approved' && customer && lines) {
+      const answered = await this.settleApprovalAtCommit(order, lines, line, claimId, step.attempt, outcome, customer);
+      if (answered) return answered;
     }
     return this.settleUpsell(teamId, order.id, line, claimId, step.attempt, outcome, customer);
   }
@@ -239,6 +247,45 @@ export class UpsellUseCase extends UseCase {
   }
 
   /**
+   * Phase 3 of the common answer, an approved card upsell on an order with nothing else to settle
+   * (not completed yet, so no fulfillment entry or subscription to add; no affiliate; no coupon), in
+   * one round trip: the order's lock, the attempt's UPDATE, the line's insert, the order's totals
+   * and timeline, the webhook event and the claim's stored answer go in one socket write with the
+   * COMMIT, written from the order and its lines as phase 1 read them under the lock. Each write
+   * checks in SQL what settleUpsell checks in code: the attempt is still in flight
+   * (closeApprovalAtCommit), the order still as phase 1 left it (addLineAtCommit). If either is not,
+   * nothing of it commits and the answer is null: the caller takes the ordinary way (settleUpsell),
+   * which reads the order under its lock and answers what the recovery run recorded, if that was first.
+   */
+  private async settleApprovalAtCommit(
+    order: Row<'orders'>,
+    lines: readonly Row<'order_lines'>[],
+    line: LineDraft,
+    claimId: string,
+    attempt: Row<'transactions'>,
+    outcome: Extract<ChargeOutcome, { kind: 'approved' }>,
+    customer: Row<'customers'>,
+  ): Promise<{ httpStatus: number; body: string } | null> {
+    if (order.status === 'completed' || order.affiliate_id || order.coupon_id) return null;
+    const teamId = order.team_id;
+    try {
+      const answered = await this.store.transaction(async (trx) => {
+        // The order's lock first, as the ordinary way and the recovery run take it: the same order of locks.
+        void this.orders.rows.lockOrderWithNext(trx, teamId, order.id);
+        const txn = await this.payments.closeApprovalAtCommit(trx, teamId, customer.id, attempt, outcome);
+        const amount = line.line_total + line.shipping;
+        const now = await this.orders.addLineAtCommit(trx, order, lines, { ...line, order_id: order.id }, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+        return this.answerUpsell(trx, teamId, now.updated, now.lines, line, txn, { approved: true }, claimId, customer);
+      });
+      this.events.nudge();
+      return answered;
+    } catch (err) {
+      if (isGuardRefusal(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
    * The recovery run found what the provider did with an upsell attempt whose answer was lost:
    * settled as the request would have. One the provider holds (pending) waits for its confirmation.
    */
@@ -302,9 +349,28 @@ export class UpsellUseCase extends UseCase {
     } else {
       await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
     }
+    return this.answerUpsell(trx, teamId, updated, lines, line, txn, outcome, claimId, customer);
+  }
+
+  /**
+   * The end of an upsell's charge, once the order holds its outcome (`updated`; with `lines` and
+   * the customer when the caller has them): the order webhook, and the answer stored on the claim,
+   * the one a repeat of the request gets.
+   */
+  private async answerUpsell(
+    trx: Tx,
+    teamId: string,
+    updated: Row<'orders'>,
+    lines: readonly LineViewSource[] | undefined,
+    line: LineDraft,
+    txn: Row<'transactions'>,
+    outcome: { approved: true } | { approved: false; reason: string },
+    claimId: string,
+    customer?: Row<'customers'>,
+  ): Promise<{ httpStatus: number; body: string }> {
     const view = await this.orders.view(trx, teamId, updated, lines, customer);
     await this.events.emit(trx, teamId, outcome.approved ? 'order.upsell_added' : 'order.upsell_declined', {
-      orderId: current.id,
+      orderId: updated.id,
       object: { ...view, upsell_id: line.upsell_id, transaction_id: txn.id },
     });
     const response = {

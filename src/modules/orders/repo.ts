@@ -300,6 +300,16 @@ export function addLineReadingLinesWithNext(db: Executor, teamId: string, line: 
   return read;
 }
 
+/**
+ * One line added to an order, sent with the transaction's next statement or its COMMIT (deferWrite),
+ * nothing read back: for a caller that holds the order's other lines already (OrdersService.addLineAtCommit).
+ */
+export async function insertLineAtCommit(db: Executor, line: NewRow<'order_lines'>): Promise<void> {
+  await deferWrite(db, insertLineQuery(db, line));
+}
+
+const insertLineQuery = template(['row'], (db: Executor, line: NewRow<'order_lines'>) => db.insertInto('order_lines').values(line));
+
 /** Takes back a line this transaction added (addLineReadingLinesWithNext) and may not keep. */
 export async function dropLine(db: Executor, teamId: string, id: string): Promise<void> {
   await db.deleteFrom('order_lines').where('team_id', '=', teamId).where('id', '=', id).execute();

@@ -13,7 +13,7 @@ import { getOrder, type ListOrdersQuery, listOrders, type OrderReadDeps } from '
 import { transition } from '../../app/state-machine.ts';
 import { orderPaymentState } from '../payments/states.ts';
 import { ORDER, ORDER_PAYMENT, ORDER_UPSELL, type OrderStatus, type OrderUpsellStatus, type PaymentStatus } from './states.ts';
-import { type OrderEvent, orderView, type OrderView } from './views.ts';
+import { type LineViewSource, type OrderEvent, orderView, type OrderView } from './views.ts';
 import type { CreateLeadBody } from './schemas.ts';
 
 export { lineView, type OrderEvent, orderView, type OrderView, type PaymentResult, type CaptureResult } from './views.ts';
@@ -119,6 +119,23 @@ export class OrdersService {
     };
   }
 
+  /**
+   * addLineAndTotals and updateWithEvents for a caller that holds the order and its lines as its
+   * earlier phase read them under the order's lock (`held`, `lines`), in no round trip of their own:
+   * the line's insert and the order's UPDATE go with the transaction's next statement or its COMMIT,
+   * the totals priced from those lines, and the UPDATE checks the order is still as that phase left
+   * it (HeldOrderOptions.unchangedSinceEarlierPhase: every change of an order's lines writes the
+   * order's row too), failing the transaction with SQLSTATE CS409 otherwise. Not for an order with a
+   * coupon (its discount is priced with the coupon's row, read by the ordinary way).
+   */
+  async addLineAtCommit(trx: Tx, held: Row<'orders'>, lines: readonly LineViewSource[], line: NewRow<'order_lines'>, events: OrderEvent[]) {
+    if (held.coupon_id) throw new Error('addLineAtCommit: an order with a coupon is retotalled with its coupon (addLineAndTotals)');
+    await repo.insertLineAtCommit(trx, line);
+    const all = [...lines, line as LineViewSource];
+    const updated = await repo.updateHeldOrder(trx, held, totalsOf(all), this.timelineRows(held.team_id, held.id, events), { unchangedSinceEarlierPhase: true });
+    return { updated, lines: all };
+  }
+
   private async totalsOf(trx: Tx, teamId: string, lines: Row<'order_lines'>[], couponId: string | null) {
     const coupon = couponId ? await this.catalog.findCoupon(trx, teamId, couponId) : undefined;
     return { lines, totals: totalsOf(lines, coupon ? discountOf(coupon, lines) : 0) };
@@ -213,7 +230,7 @@ export class OrdersService {
   }
 
   /** The API's view of an order; `lines` and the customer when the caller has just read them. */
-  async view(db: Executor, teamId: string, order: Row<'orders'>, knownLines?: Row<'order_lines'>[], knownCustomer?: Row<'customers'>): Promise<OrderView> {
+  async view(db: Executor, teamId: string, order: Row<'orders'>, knownLines?: readonly LineViewSource[], knownCustomer?: Row<'customers'>): Promise<OrderView> {
     const customer = knownCustomer?.id === order.customer_id ? knownCustomer : (await this.customers.findMany(db, teamId, [order.customer_id]))[0];
     const lines = knownLines ?? (await repo.linesOf(db, teamId, [order.id]));
     return orderView(order, customer!, lines);

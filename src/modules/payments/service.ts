@@ -197,6 +197,15 @@ export class PaymentsService {
   }
 
   /**
+   * closeAttempt for an approval whose consequences go in the same socket write (FirstPaymentLedger.close
+   * with `atCommit`): the UPDATE is not awaited and fails the transaction (SQLSTATE CS409) when another
+   * path recorded the attempt first. The answer is the attempt as that UPDATE leaves it.
+   */
+  async closeApprovalAtCommit(trx: Tx, teamId: string, customerId: string, attempt: Row<'transactions'>, outcome: Extract<ChargeOutcome, { kind: 'approved' }>): Promise<Row<'transactions'>> {
+    return (await this.first.close(trx, teamId, customerId, attempt, outcome, null, { atCommit: true }))!.transaction;
+  }
+
+  /**
    * The provider behind a sale, with its account: the gateway's kind (card gateways), or the
    * external checkout connection. Undefined when the gateway or connection is gone.
    */
