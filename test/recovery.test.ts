@@ -427,6 +427,10 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
     expect(r.body).toMatchObject({ success: true, message: 'Payment approved.', data: { transaction_id: attempt!.id, attempts: 1 } });
     expect(await timelineCount(n, 'payment.approved')).toBe(1);
     expect(await txnRow(attempt!.id)).toMatchObject({ status: 'approved', in_flight: false });
+    // One saved card, the one the recovery run saved and the order names: the request's is taken back.
+    const o = await app.store.run((db) => db.selectFrom('orders').select(['customer_id', 'payment_method_id']).where('id', '=', n).executeTakeFirstOrThrow());
+    const methods = await app.store.run((db) => db.selectFrom('payment_methods').select('id').where('customer_id', '=', o.customer_id).execute());
+    expect(methods.map((m) => m.id)).toEqual([o.payment_method_id]);
     expect(await approvedNmiSales(g.key)).toHaveLength(1);
     await expectNmiLedgerAgrees(g);
   });

@@ -88,6 +88,11 @@ export async function deferPaymentMethod(db: Executor, row: NewRow<'payment_meth
 
 const insertPaymentMethodQuery = template(['row'], (db: Executor, row: NewRow<'payment_methods'>) => db.insertInto('payment_methods').values(row));
 
+/** Takes back a saved method this transaction wrote (deferPaymentMethod) and may not keep. */
+export async function dropPaymentMethod(db: Executor, teamId: string, id: string): Promise<void> {
+  await db.deleteFrom('payment_methods').where('team_id', '=', teamId).where('id', '=', id).execute();
+}
+
 export async function findPaymentMethod(db: Executor, teamId: string, id: string): Promise<Row<'payment_methods'> | undefined> {
   return firstRow(db, paymentMethodQuery(db, teamId, id));
 }

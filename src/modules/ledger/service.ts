@@ -23,6 +23,7 @@ const LEDGER_ROWS = {
   reversedAmount: repo.reversedAmount,
   insertPaymentMethod: repo.insertPaymentMethod,
   deferPaymentMethod: repo.deferPaymentMethod,
+  dropPaymentMethod: repo.dropPaymentMethod,
   findPaymentMethod: repo.findPaymentMethod,
   updatePaymentMethod: repo.updatePaymentMethod,
 } as const;

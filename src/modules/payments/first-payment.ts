@@ -223,7 +223,12 @@ export class FirstPaymentLedger {
     } as const;
     if (opts.atCommit) return { transaction: await this.ledger.rows.closeAttemptAtCommit(trx, teamId, attempt, patch), paymentMethod: saved };
     const t = await this.ledger.rows.closeAttempt(trx, teamId, attempt, patch);
-    if (!t) return null;
+    if (!t) {
+      // Another path recorded the answer first (the recovery run, which saved the card then): the
+      // card this answer saved (its insert rode in the UPDATE) is taken back, not left unnamed.
+      if (saved) await this.ledger.rows.dropPaymentMethod(trx, teamId, saved.id);
+      return null;
+    }
     if (status === 'declined') await this.releaseVolume(trx, t);
     return { transaction: t, paymentMethod: saved };
   }
