@@ -73,7 +73,7 @@ export class ReconcileUseCase extends UseCase {
     if (r.kind !== 'approved' && r.kind !== 'declined') return null;
     const outcome =
       r.kind === 'approved' ? { approved: true as const, paymentRef: r.providerRef } : { approved: false as const, paymentRef: r.providerRef ?? txn.provider_ref, code: r.code, message: r.text };
-    const done = await this.uc.upsell.confirmHeldUpsell(txn.team_id, txn, outcome, async () => true);
+    const done = await this.uc.upsellSettlement.confirmHeldUpsell(txn.team_id, txn, outcome, async () => true);
     return done ? (outcome.approved ? 'completed' : 'declined') : null;
   }
 }

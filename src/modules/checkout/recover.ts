@@ -75,7 +75,7 @@ async function apply(
   }
   const outcome: Exclude<ChargeOutcome, { kind: 'unknown' }> = found.kind === 'not_found' ? { kind: 'declined', providerRef: null, retryable: false, ...NOT_RECEIVED_ANSWER } : (found as Exclude<ChargeOutcome, { kind: 'unknown' }>);
   if (t.step === REBILL_STEP) await deps.uc.rebill.recoverRebill(t, outcome);
-  else if (t.upsell_id) await deps.uc.upsell.recoverUpsell(t, outcome);
+  else if (t.upsell_id) await deps.uc.upsellSettlement.recoverUpsell(t, outcome);
   else if (t.type === 'verification' && t.step !== FIRST_PAYMENT) await recordCardCheck(deps, t, outcome);
   else await deps.uc.reconcile.recoverFirstPayment(t, outcome);
 }

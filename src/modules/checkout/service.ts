@@ -8,6 +8,7 @@ import { PayUseCase } from './pay.ts';
 import { ReconcileUseCase } from './reconcile.ts';
 import { RebillUseCase } from './rebill.ts';
 import { ReverseUseCase } from './reverse.ts';
+import { UpsellSettlement } from './upsell-settle.ts';
 import { UpsellUseCase } from './upsell.ts';
 import type { CheckoutDeps, UseCases } from './use-case.ts';
 
@@ -19,6 +20,7 @@ export function createCheckout(d: CheckoutDeps): UseCases {
   uc.card = new CardFirstPayment({ store: d.store, payments: d.payments, catalog: d.catalog, events: d.events, orders: d.orders, ledger: d.ledger, affiliates: d.affiliates, recordEvents: (trx, teamId, orderId, evs) => d.orders.recordEvents(trx, teamId, orderId, evs) });
   uc.pay = new PayUseCase(d, uc);
   uc.upsell = new UpsellUseCase(d, uc);
+  uc.upsellSettlement = new UpsellSettlement(d, uc);
   uc.capture = new CaptureUseCase(d, uc);
   uc.finalize = new FinalizeUseCase(d, uc);
   uc.reverse = new ReverseUseCase(d, uc);

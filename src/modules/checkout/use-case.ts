@@ -19,6 +19,7 @@ import type { PayUseCase } from './pay.ts';
 import type { ReconcileUseCase } from './reconcile.ts';
 import type { RebillUseCase } from './rebill.ts';
 import type { ReverseUseCase } from './reverse.ts';
+import type { UpsellSettlement } from './upsell-settle.ts';
 import type { UpsellUseCase } from './upsell.ts';
 
 /** The services a payment use case works through (each module through its service, never its tables). */
@@ -41,6 +42,7 @@ export interface UseCases {
   card: CardFirstPayment;
   pay: PayUseCase;
   upsell: UpsellUseCase;
+  upsellSettlement: UpsellSettlement;
   capture: CaptureUseCase;
   finalize: FinalizeUseCase;
   reverse: ReverseUseCase;

@@ -151,7 +151,7 @@ export class ExtpayEventsService {
     const sale = await this.store.run((db) => this.ledger.external.findExternalSale(db, teamId, conn.id, p.id));
     if (sale?.upsell_id) {
       const outcome = approved ? { approved: true as const, paymentRef: p.id } : { approved: false as const, paymentRef: p.id, ...decline };
-      return done(await this.uc.upsell.confirmHeldUpsell(teamId, sale, outcome, guard));
+      return done(await this.uc.upsellSettlement.confirmHeldUpsell(teamId, sale, outcome, guard));
     }
     const first = sale ?? (await this.store.run((db) => this.ledger.external.findFirstPaymentFor(db, teamId, conn.id, p)));
     if (first && !first.upsell_id) {
