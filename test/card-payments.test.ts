@@ -242,6 +242,35 @@ describe('card payments through the NMI-compatible sandbox', () => {
     expect(withCard.status).toBe(422);
   });
 
+  it('race: two upsells and a repeat of one at once on each of many orders: each charged once, every line added, totals from all of them', async () => {
+    const g = await gateway();
+    const c = await campaign({ gateway_id: g.id });
+    const second = await app.ctx.services.catalog.createOffer(team.teamId, { campaign_id: c.id, product_id: (await app.ctx.services.catalog.createProduct(team.teamId, { name: 'p2' })).id, name: 'up2', price: 700, shipping: 100, billing: 'one_time', fulfillment_type: 'physical' });
+    const upsell2 = (await app.ctx.services.catalog.createUpsell(team.teamId, { campaign_id: c.id, offer_id: second.id, step: 2, name: 'up2' })).id;
+    const orders: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await createOrder(c, SANDBOX_CARDS.approve);
+      expect(r.status, r.text).toBe(200);
+      orders.push(r.body.data.order_number);
+    }
+    // On each order at once: the first upsell twice and the second once. Each answer phase races the
+    // others for the order's lock; one that finds the order changed since its phase 1 answers the ordinary way.
+    const up = (on: string, id: string) => team.api.post('/checkout/orders/upsell', { order_number: on, upsell_id: id, quantity: 1 });
+    const answers = await Promise.all(orders.flatMap((on) => [up(on, c.upsell), up(on, c.upsell), up(on, upsell2)]));
+    expect(answers.filter((r) => r.status >= 500)).toEqual([]);
+    for (const [i, on] of orders.entries()) {
+      const [a, b, z] = answers.slice(3 * i, 3 * i + 3);
+      // The repeat of the first upsell: its answer, or 409 while that one was still being charged.
+      expect([a!.status, b!.status].sort()).toEqual(a!.status === b!.status ? [200, 200] : [200, 409]);
+      expect(z!.status, z!.text).toBe(200);
+      const o = (await team.api.get(`/v1/orders/${on}`)).body.data;
+      expect(o.lines).toHaveLength(3);
+      expect(o).toMatchObject({ subtotal: 2500 + 1000 + 700, shipping_total: 500 + 100, total: 4800 });
+    }
+    // One first payment and two upsells per order reached the gateway, and nothing more.
+    expect(await approvedSales(g.key)).toHaveLength(orders.length * 3);
+  });
+
   it('a declined upsell adds nothing, answers 402, and repeating it does not charge again', async () => {
     const key = `key_${process.pid}_${++keySeq}_up`;
     const r = await team.api.post('/v1/gateways', { name: 'g', kind: 'nmi', base_url: sandbox.url, credentials: { security_key: key }, test_mode: true });
