@@ -15,3 +15,17 @@ export function isGuardRefusal(err: unknown): boolean {
   const e = err as { code?: unknown } | null;
   return typeof e === 'object' && e !== null && e.code === 'CS409';
 }
+
+/**
+ * The answer of work whose writes check themselves (a transaction of writes sent unanswered with its
+ * COMMIT, each guarded by checkstand_expect_rows), or null when one of them refused (CS409): then
+ * nothing of it committed, and the caller takes its ordinary way. Any other failure is thrown.
+ */
+export async function unlessRefused<T>(work: Promise<T>): Promise<T | null> {
+  try {
+    return await work;
+  } catch (err) {
+    if (isGuardRefusal(err)) return null;
+    throw err;
+  }
+}

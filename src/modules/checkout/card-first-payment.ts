@@ -1,6 +1,6 @@
 import { ApiError, invalid } from '../../app/errors.ts';
 import type { Store, Tx } from '../../db/database.ts';
-import { isGuardRefusal } from '../../db/helpers.ts';
+import { unlessRefused } from '../../db/helpers.ts';
 import type { Row } from '../../db/schema.ts';
 import type { ChargeOutcome } from '../../providers/provider.ts';
 import type { AffiliatesService } from '../affiliates/service.ts';
@@ -164,17 +164,14 @@ export class CardFirstPayment {
     outcome: Extract<ChargeOutcome, { kind: 'approved' }>,
   ): Promise<PaymentResult | null> {
     if (call.holds || order.affiliate_id) return null;
-    try {
-      return await this.d.store.transaction(async (trx) => {
+    return unlessRefused(
+      this.d.store.transaction(async (trx) => {
         // The order's lock first, as the ordinary way and the recovery run take it: the same order of locks.
         void this.d.orders.rows.lockOrderWithNext(trx, order.team_id, order.id);
         const done = await this.d.payments.first.recordApprovalAtCommit(trx, req, call, outcome);
         return this.settle(trx, order, customer, lines, done, { unchangedSinceEarlierPhase: true });
-      });
-    } catch (err) {
-      if (isGuardRefusal(err)) return null;
-      throw err;
-    }
+      }),
+    );
   }
 
   /**

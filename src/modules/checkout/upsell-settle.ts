@@ -1,11 +1,11 @@
 import { type Tx } from '../../db/database.ts';
-import { isGuardRefusal } from '../../db/helpers.ts';
+import { unlessRefused } from '../../db/helpers.ts';
 import type { Row } from '../../db/schema.ts';
 import { subscriptionView } from '../subscriptions/service.ts';
 import type { ChargeOutcome } from '../../providers/provider.ts';
 import { draftLine, type LineDraft } from '../orders/pricing.ts';
 import type { OrdersService } from '../orders/service.ts';
-import type { LineViewSource } from '../orders/views.ts';
+import type { LineViewSource, OrderEvent } from '../orders/views.ts';
 import { UseCase } from './use-case.ts';
 
 /**
@@ -13,6 +13,11 @@ import { UseCase } from './use-case.ts';
  * the charge's outcome: the recovery run, the external provider's webhook or watchdog): the line and
  * totals on approval, the order webhook, and the answer stored on the claim for a repeat of the request.
  */
+/** The order's timeline row of an upsell's outcome: which upsell, its charge, and the amount charged (line and shipping). */
+function upsellEvent(type: 'upsell.added' | 'upsell.declined', line: LineDraft, txn: Row<'transactions'>): OrderEvent {
+  return { type, data: { upsell_id: line.upsell_id, transaction: txn.id, amount: line.line_total + line.shipping } };
+}
+
 export class UpsellSettlement extends UseCase {
   /**
    * Phase 3 of a card upsell (the request's own, or the recovery run's): the attempt takes the
@@ -82,21 +87,17 @@ export class UpsellSettlement extends UseCase {
   ): Promise<{ httpStatus: number; body: string } | null> {
     if (order.status === 'completed' || order.affiliate_id || order.coupon_id) return null;
     const teamId = order.team_id;
-    try {
-      const answered = await this.store.transaction(async (trx) => {
+    const answered = await unlessRefused(
+      this.store.transaction(async (trx) => {
         // The order's lock first, as the ordinary way and the recovery run take it: the same order of locks.
         void this.orders.rows.lockOrderWithNext(trx, teamId, order.id);
         const txn = await this.payments.closeApprovalAtCommit(trx, teamId, customer.id, attempt, outcome);
-        const amount = line.line_total + line.shipping;
-        const now = await this.orders.addLineAtCommit(trx, order, lines, { ...line, order_id: order.id }, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+        const now = await this.orders.addLineAtCommit(trx, order, lines, { ...line, order_id: order.id }, [upsellEvent('upsell.added', line, txn)]);
         return this.answerUpsell(trx, teamId, now.updated, now.lines, line, txn, { approved: true }, claimId, customer);
-      });
-      this.events.nudge();
-      return answered;
-    } catch (err) {
-      if (isGuardRefusal(err)) return null;
-      throw err;
-    }
+      }),
+    );
+    if (answered) this.events.nudge();
+    return answered;
   }
 
   /**
@@ -140,14 +141,13 @@ export class UpsellSettlement extends UseCase {
     /** The approved line, when the caller already sent its insert (addLineWithNext). */
     adding?: ReturnType<OrdersService['addLineWithNext']>,
   ): Promise<{ httpStatus: number; body: string }> {
-    const amount = line.line_total + line.shipping;
     let updated = current;
     let lines: Row<'order_lines'>[] | undefined;
     if (outcome.approved) {
       const now = adding ? await adding.totals(current.coupon_id) : await this.orders.addLineAndTotals(trx, teamId, current.id, current.coupon_id, { ...line, order_id: current.id });
       const added = now.added;
       lines = now.lines;
-      updated = await this.orders.updateWithEvents(trx, current, now.totals, [{ type: 'upsell.added', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+      updated = await this.orders.updateWithEvents(trx, current, now.totals, [upsellEvent('upsell.added', line, txn)]);
       if (current.status === 'completed') {
         // Completed before the upsell (Capture completes a redirected payment at once): the new
         // line still ships and, if it recurs and we bill it, still renews. An extpay upsell is a
@@ -161,7 +161,7 @@ export class UpsellSettlement extends UseCase {
       }
       await this.affiliates.recordActivity(trx, updated, 'upsell', { transactionId: txn.id, amount: txn.amount });
     } else {
-      await this.orders.recordEvents(trx, teamId, current.id, [{ type: 'upsell.declined', data: { upsell_id: line.upsell_id, transaction: txn.id, amount } }]);
+      await this.orders.recordEvents(trx, teamId, current.id, [upsellEvent('upsell.declined', line, txn)]);
     }
     return this.answerUpsell(trx, teamId, updated, lines, line, txn, outcome, claimId, customer);
   }
