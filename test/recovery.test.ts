@@ -162,6 +162,23 @@ async function lead(c: { id: string; offer: string }) {
 const pay = (n: string, payment: Record<string, unknown> = CARD) => team.api.post('/checkout/orders/payment', { order_number: n, payment });
 const upsell = (n: string, upsellId: string) => team.api.post('/checkout/orders/upsell', { order_number: n, upsell_id: upsellId, quantity: 1 });
 
+/** An NMI gateway at the proxy and a campaign charging through it. */
+async function nmiCampaign() {
+  const g = await nmiGateway();
+  return { g, c: await campaign({ gateway_id: g.id }) };
+}
+
+/**
+ * Sends a request whose gateway call goes through while the proxy holds the gateway's answer until
+ * `proxy.release()`: resolves once the answer is held, with the request still waiting (`pending`).
+ */
+async function answerHeldAtGateway<T>(send: () => Promise<T>): Promise<{ pending: Promise<T> }> {
+  proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
+  const pending = send();
+  await proxy.held();
+  return { pending };
+}
+
 async function paidNmiOrder(c: { id: string; offer: string }) {
   const n = await lead(c);
   const r = await pay(n);
@@ -192,8 +209,7 @@ async function expectNmiLedgerAgrees(g: { id: string; key: string }) {
 
 describe('card (NMI): a lost answer is recovered with the Query API by our attempt id', () => {
   it('first payment, answer lost after the gateway charged: 502, 409 while in flight, recovered as approved with the card saved', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await lead(c);
 
     proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-drop' });
@@ -250,8 +266,7 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('first payment, request lost before the gateway saw it: 502, recovered as not_received, and the order can be paid again', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await lead(c);
 
     proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'drop' });
@@ -279,8 +294,7 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('upsell, answer lost after the gateway charged: 502, a repeat is 409, recovery adds the line and a repeat then answers the stored 200', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await paidNmiOrder(c);
 
     proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-drop' });
@@ -322,14 +336,11 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('upsell, recorded by the recovery run while the gateway\'s answer is still on its way: the request answers what recovery recorded, the line is added once', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await paidNmiOrder(c);
 
     // The gateway charges; its answer is held at the proxy until the recovery run has recorded the charge.
-    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
-    const pending = upsell(n, c.upsell);
-    await proxy.held();
+    const { pending } = await answerHeldAtGateway(() => upsell(n, c.upsell));
     const [attempt] = await inFlight(n);
     expect(attempt).toMatchObject({ type: 'sale' });
     expect(await recover()).toMatchObject({ checked: 1, approved: 1, declined: 0, not_found: 0, unresolved: 0 });
@@ -353,13 +364,10 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('upsell whose order took another upsell while the gateway\'s answer was on its way: the answer adds its line to both, totals from all three lines', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await paidNmiOrder(c);
 
-    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
-    const pending = upsell(n, c.upsell);
-    await proxy.held();
+    const { pending } = await answerHeldAtGateway(() => upsell(n, c.upsell));
     // The second upsell goes through meanwhile: the order's lines and totals are no longer as the
     // first upsell's phase 1 read them.
     const second = await upsell(n, c.upsell2);
@@ -382,13 +390,10 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('upsell whose order was completed while the gateway\'s answer was on its way: the answer is given from the completed order, and its fulfillment takes the line', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await paidNmiOrder(c);
 
-    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
-    const pending = upsell(n, c.upsell2);
-    await proxy.held();
+    const { pending } = await answerHeldAtGateway(() => upsell(n, c.upsell2));
     const done = await team.api.post('/checkout/orders/complete', { order_number: n });
     expect(done.status, done.text).toBe(200);
 
@@ -405,14 +410,11 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('first payment, recorded by the recovery run while the gateway\'s answer is still on its way: the request answers what recovery recorded, the order moves once', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await lead(c);
 
     // The gateway charges; its answer is held at the proxy until the recovery run has recorded the charge.
-    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
-    const pending = pay(n);
-    await proxy.held();
+    const { pending } = await answerHeldAtGateway(() => pay(n));
     const [attempt] = await inFlight(n);
     expect(attempt).toMatchObject({ type: 'sale' });
     expect(await recover()).toMatchObject({ checked: 1, approved: 1, declined: 0, not_found: 0, unresolved: 0 });
@@ -436,13 +438,10 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('first payment whose order changed while the gateway\'s answer was on its way: the answer is written and given from the order as it is then', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await lead(c);
 
-    proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-hold' });
-    const pending = pay(n);
-    await proxy.held();
+    const { pending } = await answerHeldAtGateway(() => pay(n));
     // A teammate flags the order for QA meanwhile: the order is no longer as phase 1 left it.
     const flagged = await team.api.patch(`/v1/orders/${n}`, { needs_qa: true, qa_reason: 'checked by hand' });
     expect(flagged.status, flagged.text).toBe(200);
@@ -460,8 +459,7 @@ describe('card (NMI): a lost answer is recovered with the Query API by our attem
   });
 
   it('refund, answer lost after the gateway refunded: 502, recovery records it and moves refunded_total; the balance holds', async () => {
-    const g = await nmiGateway();
-    const c = await campaign({ gateway_id: g.id });
+    const { g, c } = await nmiCampaign();
     const n = await paidNmiOrder(c);
 
     proxy.arm({ method: 'POST', path: NMI_TRANSACT, mode: 'forward-then-drop' });
