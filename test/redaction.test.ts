@@ -89,7 +89,65 @@ describe('card data never leaves the request', () => {
     expect(out).toContain('[REDACTED]');
     expect(scrubPan(`n=${spaced}; took 10.1234567890123 ms at 2026-11-21T10:00:00.000Z`)).toBe('n=[REDACTED-PAN]; took 10.1234567890123 ms at 2026-11-21T10:00:00.000Z');
   });
+
+  it('masks whole values by name at any depth: in arrays, errors and their causes, in any case; the logged object itself is left as it was', () => {
+    const { log, lines } = captured();
+    // Values a text scrub alone would only cut short (spaces, commas) and deeper than five levels.
+    const secret = 'correct horse, battery staple';
+    const deep = { a: { b: { c: { d: { e: { f: { g: { password: secret, kept: 'visible-1' } } } } } } } };
+    const request = { headers: { Authorization: 'Basic dXNlcjpwYXNz', 'Set-Cookie': 'cs_session=abc123; HttpOnly', accept: 'application/json' } };
+    const items = [{ name: 'x', SECURITY_KEY: secret }, [{ token: secret }], 'visible-2'];
+    log.info({ deep, request, items }, 'nested');
+
+    class GatewayError extends Error {
+      readonly gateway = 'nmi';
+      readonly params = { ccnumber: 'not-a-pan but secret', amount: 4700 };
+    }
+    const cause = Object.assign(new Error('the wire said no'), { api_key: secret });
+    const err = new GatewayError('declined', { cause });
+    log.error({ err, wrapped: new AggregateError([Object.assign(new Error('one'), { webhook_secret: secret })], 'many') }, 'failed');
+
+    const out = lines.join('');
+    expect(out).not.toContain('horse');
+    expect(out).not.toContain('battery');
+    expect(out).not.toContain('dXNlcjpwYXNz');
+    expect(out).not.toContain('abc123');
+    expect(out).not.toContain('not-a-pan');
+    expect(out).toContain('visible-1');
+    expect(out).toContain('visible-2');
+    expect(out).toContain('"accept":"application/json"');
+    const failed = JSON.parse(lines[1]!);
+    // Still written as an error of its class: its message (with its cause's, as pino writes it), stack and other fields.
+    expect(failed.err).toMatchObject({ type: 'GatewayError', message: 'declined: the wire said no', gateway: 'nmi', params: { ccnumber: '[REDACTED]', amount: 4700 } });
+    expect(failed.err.stack).toMatch(/^Error: declined\n[^]*caused by: Error: the wire said no/);
+    expect(failed.msg).toBe('failed');
+    // What the caller logged is not changed by logging it.
+    expect(deep.a.b.c.d.e.f.g.password).toBe(secret);
+    expect(request.headers.Authorization).toBe('Basic dXNlcjpwYXNz');
+    expect(err.params.ccnumber).toBe('not-a-pan but secret');
+    expect((cause as Error & { api_key: string }).api_key).toBe(secret);
+  });
+
+  it("masks a child logger's bindings by name, and writes what holds nothing to mask as it was", () => {
+    const { log, lines } = captured();
+    log.child({ token: 'tok_live_abc def', reqId: 'req-1' }).info({ at: new Date('2026-12-01T00:00:00Z'), n: 3, url: new URL('https://example.com/a?b=1') }, 'plain');
+    const line = JSON.parse(lines[0]!);
+    expect(line).toMatchObject({ token: '[REDACTED]', reqId: 'req-1', at: '2026-12-01T00:00:00.000Z', n: 3, url: 'https://example.com/a?b=1', msg: 'plain' });
+    expect(lines[0]).not.toContain('tok_live');
+  });
 });
+
+/** A logger at info writing to an array of lines. */
+function captured() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(c, _e, cb) {
+      lines.push(String(c));
+      cb();
+    },
+  });
+  return { log: createLogger('info', sink), lines };
+}
 
 const dashed = CANARY_PAN.replace(/(\d{4})(?=\d)/g, '$1-');
 const urlSpaced = encodeURIComponent(spaced);
