@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import pg from 'pg';
+import pino from 'pino';
 import { loadConfig } from '../src/app/config.ts';
 import { LIMITS_OFF as BENCH_LIMITS_OFF } from '../test/reliability/limits-off.ts';
 import { createLogger } from '../src/app/logger.ts';
@@ -116,7 +117,13 @@ interface Options {
   scenario: Scenario;
   /** How the driver calls the API: node:http (the default) or the typed client over fetch. */
   client: BenchClient;
+  /** The server's log level: `warn` (the default: nothing per request) or `info`, what `checkstand start` logs (two lines per request). */
+  logLevel: BenchLogLevel;
 }
+
+/** `info` is the server's own default (config.ts): two lines per request, written to a file in the data dir. */
+const BENCH_LOG_LEVELS = ['warn', 'info'] as const;
+type BenchLogLevel = (typeof BENCH_LOG_LEVELS)[number];
 
 /**
  * Unmeasured seconds before the window. On this project's 2-core machine V8's optimising compiler
@@ -154,6 +161,9 @@ const USAGE = `Usage: npm run bench [-- options]
   --client <name>       how the driver calls the API: http (node:http, keep-alive) or sdk
                         (the typed @checkstand/client over fetch, several times the driver's CPU)
                                                                 (BENCH_CLIENT, default http)
+  --log-level <level>   the server's log level: warn (nothing per request) or info (the
+                        server's default: two lines per request, written to a file beside
+                        the data dir; in process only)           (BENCH_LOG_LEVEL, default warn)
 
 Scenarios (each with the outbox worker delivering webhooks to a local receiver):
   card     lead → Process Payment (card, sandbox NMI gateway over HTTP) → one upsell → Complete Order
@@ -190,7 +200,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     flags[name] = value;
   }
-  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', ...BOOLEAN]);
+  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', 'log-level', ...BOOLEAN]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
 
   const positive = (n: number) => n > 0;
@@ -221,6 +231,13 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     })(),
     scenario: oneOf('scenario', flags.scenario ?? env.BENCH_SCENARIO, SCENARIOS, 'card'),
     client: oneOf('client', flags.client ?? env.BENCH_CLIENT, BENCH_CLIENTS, 'http'),
+    logLevel: (() => {
+      const level = oneOf('log-level', flags['log-level'] ?? env.BENCH_LOG_LEVEL, BENCH_LOG_LEVELS, 'warn');
+      if (level !== 'warn' && (flags.processes ?? env.BENCH_PROCESSES ?? '') !== '') {
+        throw new UsageError('--log-level runs with the server in this process: the server processes of --processes log to the bench through a pipe');
+      }
+      return level;
+    })(),
   };
 }
 
@@ -234,6 +251,21 @@ function oneOf<T extends string>(name: string, raw: string | undefined, choices:
 // ---------------------------------------------------------------------------------- helpers
 
 const log = (line: string) => process.stdout.write(`[bench] ${line}\n`);
+
+/** Newlines in a file, read in chunks (a server log at info runs to tens of MB). */
+function countLines(file: string): number {
+  const fd = fs.openSync(file, 'r');
+  const buf = Buffer.alloc(1 << 20);
+  let n = 0;
+  try {
+    for (let got; (got = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) {
+      for (let at = buf.indexOf(10, 0); at !== -1 && at < got; at = buf.indexOf(10, at + 1)) n++;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return n;
+}
 
 function pad(s: string | number, n: number, right = false): string {
   const t = String(s);
@@ -408,6 +440,8 @@ interface Report {
       rss_mb: { per_process: Record<string, number>; max: number } | null;
       /** `--processes`: each server process's CPU in the measured window per completed funnel, ms (its share of server_cpu_ms_per_flow). */
       cpu_ms_per_flow_by_process: Record<string, number> | null;
+      /** The server's log (`--log-level`): lines written over the whole run, and per completed funnel. */
+      log: { level: BenchLogLevel; lines: number; lines_per_flow: number | null };
     };
     database_rows: { orders: number; transactions: number } | null;
     profile: (ProfileSummary & { file: string }) | null;
@@ -523,6 +557,9 @@ function printSummary(r: Report, file: string | null): void {
     `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `${serverCommand(sp.api_processes, sp.worker_processes ?? 0)} (${serverProcessesLabel(sp.api_processes, sp.worker_processes ?? 0)}, pids ${sp.pids.join(', ')})`}` +
       `    RSS at the end: ${srv.rss_mb ? Object.entries(srv.rss_mb.per_process).map(([k, v]) => `${k} ${v} MB`).join(', ') : '?'}`,
   );
+  if (srv.log && srv.log.level !== 'warn') {
+    lines.push(`server log: level ${srv.log.level}, ${srv.log.lines} lines (${srv.log.lines_per_flow ?? '?'} per completed funnel, warm-up included), written to a file`);
+  }
   if (srv.cpu_ms_per_flow_by_process) {
     lines.push(`CPU per funnel by process: ${Object.entries(srv.cpu_ms_per_flow_by_process).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
   }
@@ -864,6 +901,7 @@ async function main(): Promise<number> {
   const loadAverageBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
 
   let tmpDir: string | undefined;
+  let serverLogFile: string | null = null;
   let rt: Runtime | undefined;
   let app: Http | undefined;
   let outboxWorker: RunningWorker | undefined;
@@ -910,13 +948,16 @@ async function main(): Promise<number> {
       dataDir: tmpDir,
       host: '127.0.0.1',
       port: 0,
-      logLevel: 'warn',
+      logLevel: opts.logLevel,
       // A throwaway key, so nothing is written to ./data.
       secretKey: base.secretKey ?? randomBytes(32).toString('hex'),
       // The receiver is on loopback, which the SSRF guard refuses otherwise.
       webhookAllowPrivateTargets: true,
     };
-    const logger = createLogger('warn');
+    // At warn the server writes nothing per request (to stdout, beside the bench's lines); at info
+    // its lines go to a file, as a server's to a log collector: formatted, masked and written.
+    serverLogFile = opts.logLevel === 'warn' ? null : path.join(tmpDir, 'server.log');
+    const logger = serverLogFile ? createLogger(opts.logLevel, pino.destination({ dest: serverLogFile, sync: true })) : createLogger('warn');
     log(`starting the server on ${kind}${databaseUrl ? ` (${redactUrl(databaseUrl)})` : ` (data dir ${tmpDir})`}; sandbox ${sandboxUrl}; receiver ${receiverReady.url}`);
     const t = performance.now();
     rt = await openRuntime({ config, log: logger });
@@ -988,7 +1029,7 @@ async function main(): Promise<number> {
     log(`server ready at ${baseUrl}${servers ? ` (${serverCommand(opts.processes!, opts.workers)}: pids ${servers.pids().join(', ')})` : ''} in ${((performance.now() - t) / 1000).toFixed(1)} s; team ${seed.team_id}, ${provider.label} ${provider.id}, webhook endpoint ${endpointId}`);
     log(
       `load: scenario ${opts.scenario} (${SCENARIO_STEPS[opts.scenario].map((e) => STEP_NAMES[e]).join(' → ')}), ${opts.concurrency} concurrent funnels, ${opts.warmupS} s warm-up + ${opts.durationS} s measured; ` +
-        `driver client ${opts.client}; progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.profile ? (opts.processes === null ? '; profiling the server thread' : '; every server process profiling itself') : ''}`,
+        `driver client ${opts.client}; progress every ${opts.progressS} s${opts.idempotencyKeys ? '; with Idempotency-Key' : ''}${opts.logLevel === 'warn' ? '' : `; server log at ${opts.logLevel}, to a file`}${opts.profile ? (opts.processes === null ? '; profiling the server thread' : '; every server process profiling itself') : ''}`,
     );
 
     const serumOffer = seed.offers.serum;
@@ -1450,6 +1491,7 @@ async function main(): Promise<number> {
     // Completed orders: card orders complete on Complete Order; a redirected payment that went
     // through completes by Capture or by the provider's webhook, whichever comes first, once.
     const expectedCompleted = opts.scenario === 'card' ? complete.ok : firstCharge.ok;
+    const logLines = serverLogFile && fs.existsSync(serverLogFile) ? countLines(serverLogFile) : 0;
     const completedSlack = opts.scenario === 'card' ? complete.ambiguous : firstCharge.ambiguous;
     const completedProblems: string[] = [];
     if (c.completed_events !== c.completed_event_orders) completedProblems.push(`${c.completed_events} order.completed events for ${c.completed_event_orders} orders: some order completed twice`);
@@ -1656,6 +1698,7 @@ async function main(): Promise<number> {
           },
           rss_mb: rssMb,
           cpu_ms_per_flow_by_process: cpuMsPerFlowByProcess,
+          log: { level: opts.logLevel, lines: logLines, lines_per_flow: expectedCompleted > 0 ? Math.round((logLines / expectedCompleted) * 10) / 10 : null },
         },
         database_rows: { orders: c.orders, transactions: c.transactions },
         profile: profileReport,

@@ -118,7 +118,8 @@ describe('bench --scenario', () => {
 
   it('threeds: lead, pay (redirect), the challenge page, capture, upsell, complete; every check ok', async () => {
     // A warm-up, so the window's statements are split between the API and the outbox worker (in the warm-up's ratio).
-    const r = await runBench(['--scenario', 'threeds', '--duration', '2', '--warmup', '2', '--concurrency', '2']);
+    // The server logging at info (its own default), to a file: two lines for each of the funnel's five API requests and more.
+    const r = await runBench(['--scenario', 'threeds', '--duration', '2', '--warmup', '2', '--concurrency', '2', '--log-level', 'info']);
     expect(r.code, explain(r)).toBe(0);
     const rep = r.report;
     expect(rep, explain(r)).not.toBeNull();
@@ -149,7 +150,17 @@ describe('bench --scenario', () => {
     expect(srv.db_statements_per_flow_by_source.worker, explain(r)).toBeGreaterThan(0);
     expect(srv.db_statements_per_flow_by_source.api, explain(r)).toBeGreaterThan(srv.db_statements_per_flow_by_source.worker);
     expect(srv.db_statements_per_flow_by_source.api + srv.db_statements_per_flow_by_source.worker).toBeCloseTo(srv.db_statements_per_flow, 0);
+    expect(srv.log.level).toBe('info');
+    expect(srv.log.lines_per_flow, explain(r)).toBeGreaterThanOrEqual(10);
+    expect(r.stdout).toMatch(/server log: level info, \d+ lines/);
   }, RUN_TIMEOUT_MS + 30_000);
+
+  it('refuses a log level other than warn and info (exit 2)', async () => {
+    const r = await runBench(['--log-level', 'debug']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--log-level must be one of warn, info, got "debug"');
+    expect(r.report).toBeNull();
+  });
 
   it('refuses an unknown scenario with its usage (exit 2)', async () => {
     const r = await runBench(['--scenario', 'paypal']);
