@@ -1,4 +1,4 @@
-import { ApiError, invalid, notFound } from '../../app/errors.ts';
+import { ApiError, invalid } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import { type Executor, type Store, type Tx } from '../../db/database.ts';
 import { isGuardRefusal } from '../../db/helpers.ts';
@@ -9,6 +9,7 @@ import type { CatalogService } from '../catalog/service.ts';
 import { type CustomersService, normalizeEmail } from '../customers/service.ts';
 import type { LedgerService } from '../ledger/service.ts';
 import * as repo from './repo.ts';
+import { createLead, type LeadDeps } from './leads.ts';
 import { getOrder, type ListOrdersQuery, listOrders, type OrderReadDeps } from './reads.ts';
 import { transition } from '../../app/state-machine.ts';
 import { orderPaymentState } from '../payments/states.ts';
@@ -342,67 +343,9 @@ export class OrdersService {
     return { order, changed };
   }
 
-  /**
-   * Create Lead: 201 with a new order number for a new email + campaign; 200 when the same
-   * order number, or an open lead of the same email + campaign, is posted again.
-   */
-  async createLead(teamId: string, body: CreateLeadBody): Promise<{ created: boolean; order: OrderView }> {
-    if (body.order_number) {
-      const orderNumber = body.order_number;
-      return this.store.transaction(async (trx) => {
-        const order = await repo.findOrder(trx, teamId, orderNumber, { forUpdate: true });
-        if (!order) throw notFound('Order');
-        if (order.status !== 'lead') throw new ApiError('order_not_a_lead', `Order ${order.id} is ${order.status}, no longer a lead.`);
-        if (body.campaign_id && body.campaign_id !== order.campaign_id) throw invalid('campaign_id', 'does not match the order');
-        return { created: false, order: await this.updateLead(trx, teamId, order, body) };
-      });
-    }
-    // What the new lead is made of: configuration (cached per team) and the request, read before
-    // anything is written.
-    const campaign = await this.store.run((db) => this.catalog.findCampaign(db, teamId, body.campaign_id!));
-    if (!campaign) throw notFound('Campaign');
-    const drafts = body.products ? await this.store.run((db) => this.priceLines(db, teamId, campaign.id, body.products!)) : [];
-    const coupon = body.coupon_code ? await this.store.run((db) => this.usableCoupon(db, teamId, body.coupon_code!, { campaign_id: campaign.id, currency: campaign.currency })) : null;
-    const attributed = await this.store.run((db) => this.affiliates.attribution(db, teamId, null, body.affiliate));
-    const row = {
-      team_id: teamId,
-      campaign_id: campaign.id,
-      status: 'lead' as const,
-      currency: campaign.currency,
-      phone: body.phone ?? null,
-      shipping_address: body.shipping_address ? JSON.stringify(body.shipping_address) : null,
-      ip_address: body.customer?.ip_address ?? null,
-      is_throttle: body.is_throttle === true,
-      coupon_id: coupon?.id ?? null,
-      ...attributed,
-      ...totalsOf(drafts, coupon ? discountOf(coupon, drafts) : 0),
-    };
-    // Twice at most: an open lead found by the insert may be paid (no longer a lead) before it is
-    // locked below; the second insert then makes the new lead.
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const orderId = newId('order');
-      const inserted = await this.store.run(async (db) => {
-        const customer = this.customers.newRow(teamId, { email: body.customer!.email!, first_name: body.customer?.first_name, last_name: body.customer?.last_name, phone: body.phone });
-        const event = { id: newId('orderEvent'), type: 'lead.created', data: { campaign_id: campaign.id, is_throttled: row.is_throttle } };
-        // One row whatever happens: the customer's upsert always answers its row.
-        return (await db.executeQuery(repo.insertNewLeadQuery(db, this.customers.upsertRowQuery, customer, { ...row, id: orderId }, drafts, event))).rows[0]!;
-      });
-      const { customer_row: customerJson, ...order } = inserted;
-      const customer = this.customers.fromJson(customerJson);
-      // The new lead's view from the rows in hand: the order and customer as written, the lines as priced.
-      if (order.id !== null) return { created: true, order: orderView(order as Row<'orders'>, customer, drafts) };
-      const updated = await this.store.transaction(async (trx) => {
-        const existing = await repo.findOpenLead(trx, teamId, campaign.id, customer.id);
-        return existing ? this.updateLead(trx, teamId, existing, body) : null;
-      });
-      if (updated) return { created: false, order: updated };
-    }
-    throw new ApiError('conflict', 'The lead changed while it was being updated; retry.');
-  }
-
-  private async updateLead(trx: Tx, teamId: string, order: Row<'orders'>, body: CreateLeadBody): Promise<OrderView> {
-    const { order: updated } = await this.applyUpdates(trx, teamId, order, body, {}, (changed) => ({ type: 'lead.updated', data: { changed } }));
-    return this.view(trx, teamId, updated);
+  /** Create Lead (leads.ts). */
+  createLead(teamId: string, body: CreateLeadBody): Promise<{ created: boolean; order: OrderView }> {
+    return createLead(this.leadDeps(), teamId, body);
   }
 
   /** Get Order: the order with its lines, transactions, disputes and timeline (reads.ts). */
@@ -413,6 +356,21 @@ export class OrdersService {
   /** List Orders, filtered and searched, a page at a time (reads.ts). */
   list(teamId: string, q: ListOrdersQuery, scope: AffiliateScope = null): Promise<Page<OrderView>> {
     return listOrders(this.readDeps(), teamId, q, scope);
+  }
+
+  private leadDeps(): LeadDeps {
+    return {
+      store: this.store,
+      catalog: this.catalog,
+      customers: this.customers,
+      affiliates: this.affiliates,
+      priceLines: (db, t, c, p) => this.priceLines(db, t, c, p),
+      usableCoupon: (db, t, code, o) => this.usableCoupon(db, t, code, o),
+      updateLead: async (trx, t, order, b) => {
+        const { order: updated } = await this.applyUpdates(trx, t, order, b, {}, (changed) => ({ type: 'lead.updated', data: { changed } }));
+        return this.view(trx, t, updated);
+      },
+    };
   }
 
   private readDeps(): OrderReadDeps {
