@@ -204,6 +204,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
 
   const positive = (n: number) => n > 0;
+  const processesRaw = flags.processes ?? env.BENCH_PROCESSES ?? '';
   return {
     durationS: num('duration', flags.duration ?? env.BENCH_DURATION_S, 15, positive, 'a positive number of seconds'),
     concurrency: num('concurrency', flags.concurrency ?? env.BENCH_CONCURRENCY, 16, (n) => Number.isInteger(n) && n >= 1 && n <= 1000, 'an integer from 1 to 1000'),
@@ -226,14 +227,14 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       const raw = flags.workers ?? env.BENCH_WORKERS;
       if (raw === undefined || raw === '') return 0;
       const m = num('workers', raw, 0, (x) => Number.isInteger(x) && x >= 0 && x <= 16, 'an integer from 0 to 16');
-      if (m > 0 && (flags.processes ?? env.BENCH_PROCESSES ?? '') === '') throw new UsageError('--workers needs --processes: in process the outbox worker runs on the server thread');
+      if (m > 0 && processesRaw === '') throw new UsageError('--workers needs --processes: in process the outbox worker runs on the server thread');
       return m;
     })(),
     scenario: oneOf('scenario', flags.scenario ?? env.BENCH_SCENARIO, SCENARIOS, 'card'),
     client: oneOf('client', flags.client ?? env.BENCH_CLIENT, BENCH_CLIENTS, 'http'),
     logLevel: (() => {
       const level = oneOf('log-level', flags['log-level'] ?? env.BENCH_LOG_LEVEL, BENCH_LOG_LEVELS, 'warn');
-      if (level !== 'warn' && (flags.processes ?? env.BENCH_PROCESSES ?? '') !== '') {
+      if (level !== 'warn' && processesRaw !== '') {
         throw new UsageError('--log-level runs with the server in this process: the server processes of --processes log to the bench through a pipe');
       }
       return level;
@@ -557,7 +558,7 @@ function printSummary(r: Report, file: string | null): void {
     `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `${serverCommand(sp.api_processes, sp.worker_processes ?? 0)} (${serverProcessesLabel(sp.api_processes, sp.worker_processes ?? 0)}, pids ${sp.pids.join(', ')})`}` +
       `    RSS at the end: ${srv.rss_mb ? Object.entries(srv.rss_mb.per_process).map(([k, v]) => `${k} ${v} MB`).join(', ') : '?'}`,
   );
-  if (srv.log && srv.log.level !== 'warn') {
+  if (srv.log.level !== 'warn') {
     lines.push(`server log: level ${srv.log.level}, ${srv.log.lines} lines (${srv.log.lines_per_flow ?? '?'} per completed funnel, warm-up included), written to a file`);
   }
   if (srv.cpu_ms_per_flow_by_process) {

@@ -7,7 +7,7 @@
  * bindings, strings and numbers included, and @pinojs/redact walks all its paths on each call.
  * With this module's keys that was ≈ 70 µs a line and 15 µs for each request's child logger
  * (Fastify makes one per request), against ≈ 4 µs a line for pino without it (bench/README.md,
- * "Logging"). This walk looks at each key once and copies only what it masks.
+ * "What a log line cost"). This walk looks at each key once and copies only what it masks.
  *
  * What it walks: plain objects, arrays and errors (an error's own enumerable fields, its `cause`
  * and an AggregateError's `errors`; a masked error stays an error of its class, so pino's error

@@ -51,7 +51,25 @@ export class OrdersService {
     private readonly customers: CustomersService,
     private readonly ledger: LedgerService,
     private readonly affiliates: AffiliatesService,
-  ) {}
+  ) {
+    this.leadDeps = {
+      store,
+      catalog,
+      customers,
+      affiliates,
+      priceLines: (db, t, c, p) => this.priceLines(db, t, c, p),
+      usableCoupon: (db, t, code, o) => this.usableCoupon(db, t, code, o),
+      updateLead: async (trx, t, order, b) => {
+        const { order: updated } = await this.applyUpdates(trx, t, order, b, {}, (changed) => ({ type: 'lead.updated', data: { changed } }));
+        return this.view(trx, t, updated);
+      },
+    };
+    this.readDeps = { store, customers, ledger, view: (db, t, o) => this.view(db, t, o), views: (db, t, o) => this.views(db, t, o) };
+  }
+
+  /** What Create Lead (leads.ts) and the reads (reads.ts) need of this service: built once, not per request. */
+  private readonly leadDeps: LeadDeps;
+  private readonly readDeps: OrderReadDeps;
 
   /** The affiliates module reads orders through these two (its OrderReader). */
   findOrder(db: Executor, teamId: string, id: string): Promise<Row<'orders'> | undefined> {
@@ -345,35 +363,17 @@ export class OrdersService {
 
   /** Create Lead (leads.ts). */
   createLead(teamId: string, body: CreateLeadBody): Promise<{ created: boolean; order: OrderView }> {
-    return createLead(this.leadDeps(), teamId, body);
+    return createLead(this.leadDeps, teamId, body);
   }
 
   /** Get Order: the order with its lines, transactions, disputes and timeline (reads.ts). */
   get(teamId: string, orderNumber: string, scope: AffiliateScope = null) {
-    return getOrder(this.readDeps(), teamId, orderNumber, scope);
+    return getOrder(this.readDeps, teamId, orderNumber, scope);
   }
 
   /** List Orders, filtered and searched, a page at a time (reads.ts). */
   list(teamId: string, q: ListOrdersQuery, scope: AffiliateScope = null): Promise<Page<OrderView>> {
-    return listOrders(this.readDeps(), teamId, q, scope);
+    return listOrders(this.readDeps, teamId, q, scope);
   }
 
-  private leadDeps(): LeadDeps {
-    return {
-      store: this.store,
-      catalog: this.catalog,
-      customers: this.customers,
-      affiliates: this.affiliates,
-      priceLines: (db, t, c, p) => this.priceLines(db, t, c, p),
-      usableCoupon: (db, t, code, o) => this.usableCoupon(db, t, code, o),
-      updateLead: async (trx, t, order, b) => {
-        const { order: updated } = await this.applyUpdates(trx, t, order, b, {}, (changed) => ({ type: 'lead.updated', data: { changed } }));
-        return this.view(trx, t, updated);
-      },
-    };
-  }
-
-  private readDeps(): OrderReadDeps {
-    return { store: this.store, customers: this.customers, ledger: this.ledger, view: (db, t, o) => this.view(db, t, o), views: (db, t, o) => this.views(db, t, o) };
-  }
 }
