@@ -39,6 +39,7 @@ import { SANDBOX_CARDS } from '../src/sandbox/cards.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { EML_WRITER_THREAD } from '../src/modules/mail/transport.ts';
+import { MAIL_DIRS, defaultMailDir, placeMailDir, tmpfsRoot, type MailDir, type PlacedMailDir } from './mail-dir.ts';
 import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
 import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
@@ -119,6 +120,8 @@ interface Options {
   client: BenchClient;
   /** The server's log level: `warn` (the default: nothing per request) or `info`, what `checkstand start` logs (two lines per request). */
   logLevel: BenchLogLevel;
+  /** Where the server's mail files go: tmpfs (the default where there is one) or the data dir (bench/mail-dir.ts). */
+  mailDir: MailDir;
 }
 
 /** `info` is the server's own default (config.ts): two lines per request, written to a file in the data dir. */
@@ -164,6 +167,10 @@ const USAGE = `Usage: npm run bench [-- options]
   --log-level <level>   the server's log level: warn (nothing per request) or info (the
                         server's default: two lines per request, written to a file beside
                         the data dir; in process only)           (BENCH_LOG_LEVEL, default warn)
+  --mail-dir <where>    where the server's mail files go: tmpfs (/dev/shm) or data (the data
+                        dir, on its disk; on ext4 without a journal each new file pays for the
+                        files the last run removed: bench/README, twenty-first round)
+                                                                (BENCH_MAIL_DIR, default tmpfs where there is one)
 
 Scenarios (each with the outbox worker delivering webhooks to a local receiver):
   card     lead → Process Payment (card, sandbox NMI gateway over HTTP) → one upsell → Complete Order
@@ -200,7 +207,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     flags[name] = value;
   }
-  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', 'log-level', ...BOOLEAN]);
+  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', 'log-level', 'mail-dir', ...BOOLEAN]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
 
   const positive = (n: number) => n > 0;
@@ -238,6 +245,11 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
         throw new UsageError('--log-level runs with the server in this process: the server processes of --processes log to the bench through a pipe');
       }
       return level;
+    })(),
+    mailDir: (() => {
+      const where = oneOf('mail-dir', flags['mail-dir'] ?? env.BENCH_MAIL_DIR, MAIL_DIRS, defaultMailDir());
+      if (where === 'tmpfs' && !tmpfsRoot()) throw new UsageError('--mail-dir tmpfs: /dev/shm is not a writable tmpfs on this machine (use --mail-dir data)');
+      return where;
     })(),
   };
 }
@@ -465,7 +477,7 @@ function printSummary(r: Report, file: string | null): void {
       `${res.measured_s.toFixed(1)} s measured (+${r.parameters.warmupS} s warm-up)`,
   );
   lines.push(
-    `node ${r.machine.node} · ${r.machine.cpus}× ${r.machine.cpu_model} · load ${r.machine.load_average_before[0]} before · git ${r.git.commit ?? '?'}${r.git.dirty ? ' (dirty)' : ''}`,
+    `node ${r.machine.node} · ${r.machine.cpus}× ${r.machine.cpu_model} · load ${r.machine.load_average_before[0]} before · git ${r.git.commit ?? '?'}${r.git.dirty ? ' (dirty)' : ''} · mail files on ${r.parameters.mailDir === 'tmpfs' ? 'tmpfs' : 'the data dir\'s disk'}`,
   );
   lines.push(FUNNEL_LINE[r.scenario]);
   const steps = SCENARIO_STEPS[r.scenario];
@@ -902,6 +914,7 @@ async function main(): Promise<number> {
   const loadAverageBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
 
   let tmpDir: string | undefined;
+  let mailDir: PlacedMailDir | undefined;
   let serverLogFile: string | null = null;
   let rt: Runtime | undefined;
   let app: Http | undefined;
@@ -929,8 +942,10 @@ async function main(): Promise<number> {
       await recreateDatabase(databaseUrl, false);
     }
     // A temporary data dir in both modes: the embedded database (PGlite) and the outbox's mail
-    // files (no SMTP_URL: each mail is written to DATA_DIR/mail/<id>.eml). Removed afterwards.
+    // files (no SMTP_URL: each mail is written to DATA_DIR/mail/<id>.eml, by default a link to
+    // tmpfs: bench/mail-dir.ts). Removed afterwards.
     tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-bench-'));
+    mailDir = placeMailDir(tmpDir, opts.mailDir);
 
     // The card gateway and the webhook receiver, each on its own thread and loopback port.
     sandboxThread = startTsWorker('./sandbox-thread.ts', { slowMs: 2000 });
@@ -959,7 +974,7 @@ async function main(): Promise<number> {
     // its lines go to a file, as a server's to a log collector: formatted, masked and written.
     serverLogFile = opts.logLevel === 'warn' ? null : path.join(tmpDir, 'server.log');
     const logger = serverLogFile ? createLogger(opts.logLevel, pino.destination({ dest: serverLogFile, sync: true })) : createLogger('warn');
-    log(`starting the server on ${kind}${databaseUrl ? ` (${redactUrl(databaseUrl)})` : ` (data dir ${tmpDir})`}; sandbox ${sandboxUrl}; receiver ${receiverReady.url}`);
+    log(`starting the server on ${kind}${databaseUrl ? ` (${redactUrl(databaseUrl)})` : ` (data dir ${tmpDir})`}; sandbox ${sandboxUrl}; receiver ${receiverReady.url}; mail files: ${mailDir.description}`);
     const t = performance.now();
     rt = await openRuntime({ config, log: logger });
     const seed = await seedDemo(rt.ctx, { sandboxUrl });
@@ -1743,6 +1758,7 @@ async function main(): Promise<number> {
     if (!receiverFinal) await closeThread(receiverThread, 'final', 'final');
     else await receiverThread?.terminate();
     if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
+    mailDir?.remove();
     if (databaseUrl && opts.freshDb) await dropBenchDatabase(databaseUrl, log);
   }
 }

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { localPostgresPids } from '../bench/server-processes.ts';
+import { defaultMailDir, tmpfsRoot } from '../bench/mail-dir.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
@@ -77,11 +78,14 @@ describe('the PostgreSQL processes the bench measures', () => {
 
 describe('bench --scenario', () => {
   it('extpay: create order, pay on the hosted page, capture, upsell (202), complete; every check ok', async () => {
-    const r = await runBench(['--scenario', 'extpay', '--duration', '2', '--warmup', '0', '--concurrency', '2']);
+    // The mail files in the data dir, on its disk (the default is tmpfs where the machine has one).
+    const r = await runBench(['--scenario', 'extpay', '--duration', '2', '--warmup', '0', '--concurrency', '2', '--mail-dir', 'data']);
     expect(r.code, explain(r)).toBe(0);
     const rep = r.report;
     expect(rep, explain(r)).not.toBeNull();
     expect(rep.scenario).toBe('extpay');
+    expect(rep.parameters.mailDir).toBe('data');
+    expect(r.stdout).toContain('mail files: data dir');
     expect(rep.parameters.scenario).toBe('extpay');
     expect(rep.passed, explain(r)).toBe(true);
     expect(rep.results.flows.completed).toBeGreaterThan(0);
@@ -124,6 +128,13 @@ describe('bench --scenario', () => {
     const rep = r.report;
     expect(rep, explain(r)).not.toBeNull();
     expect(rep.scenario).toBe('threeds');
+    // The default mail dir: a directory on tmpfs where the machine has one (the mail check below says every mail was written there), removed after the run.
+    expect(rep.parameters.mailDir).toBe(defaultMailDir());
+    if (tmpfsRoot()) {
+      const target = /mail files: tmpfs \((\/dev\/shm\/checkstand-bench-mail-[^)]+)\)/.exec(r.stdout)?.[1];
+      expect(target, explain(r)).toBeDefined();
+      expect(fs.existsSync(target!)).toBe(false);
+    }
     expect(rep.passed, explain(r)).toBe(true);
     expect(rep.results.flows.completed).toBeGreaterThan(0);
     expect(Object.keys(rep.results.endpoints)).toEqual([
@@ -159,6 +170,13 @@ describe('bench --scenario', () => {
     const r = await runBench(['--log-level', 'debug']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--log-level must be one of warn, info, got "debug"');
+    expect(r.report).toBeNull();
+  });
+
+  it('refuses a mail dir other than tmpfs and data (exit 2)', async () => {
+    const r = await runBench(['--mail-dir', 'nfs']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--mail-dir must be one of tmpfs, data, got "nfs"');
     expect(r.report).toBeNull();
   });
 
