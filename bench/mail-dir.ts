@@ -8,8 +8,8 @@
  * kernel gives a new file an inode only after skipping every free inode of the group that was
  * freed in the last 5 s to 5 min (`find_inode_bit` → `recently_deleted`, a block-cache lookup
  * each). A run writes one file per funnel (≈ 4 000) and removes them when it ends, so the next
- * run's mail writer paid for the last run's removal: 1.0–1.1 ms of CPU per funnel on the second run
- * of a pair against 0.6 ms on the first or on tmpfs (bench/README, twenty-first round). A server's
+ * run's mail writer paid for the last run's removal: 0.9–1.2 ms of CPU per funnel against 0.6–0.7 ms
+ * on tmpfs or in the first run after a quiet spell (bench/README, twenty-first round). A server's
  * mail folder only grows, so no server pays that; the bench's own cleanup did, and it made the
  * second run of every alternated A/B pair dearer than the first.
  */
@@ -33,9 +33,9 @@ export function tmpfsRoot(): string | null {
   }
 }
 
-/** The default: tmpfs where there is one, else the data dir. */
-export function defaultMailDir(): MailDir {
-  return tmpfsRoot() ? 'tmpfs' : 'data';
+/** The default: tmpfs where there is one (`root`: what tmpfsRoot() answered, if the caller has it), else the data dir. */
+export function defaultMailDir(root: string | null = tmpfsRoot()): MailDir {
+  return root ? 'tmpfs' : 'data';
 }
 
 export interface PlacedMailDir {

@@ -247,8 +247,9 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       return level;
     })(),
     mailDir: (() => {
-      const where = oneOf('mail-dir', flags['mail-dir'] ?? env.BENCH_MAIL_DIR, MAIL_DIRS, defaultMailDir());
-      if (where === 'tmpfs' && !tmpfsRoot()) throw new UsageError('--mail-dir tmpfs: /dev/shm is not a writable tmpfs on this machine (use --mail-dir data)');
+      const root = tmpfsRoot();
+      const where = oneOf('mail-dir', flags['mail-dir'] ?? env.BENCH_MAIL_DIR, MAIL_DIRS, defaultMailDir(root));
+      if (where === 'tmpfs' && !root) throw new UsageError('--mail-dir tmpfs: /dev/shm is not a writable tmpfs on this machine (use --mail-dir data)');
       return where;
     })(),
   };
