@@ -64,6 +64,7 @@ import {
 } from './stats.ts';
 import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, localPostgresPids, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses, statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
+import { type CpuTicks, readCpuTicks, type SchedTimes, schedSnapshot, stealShare, waitBetween } from './sched.ts';
 import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
 import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
 
@@ -420,6 +421,15 @@ interface Report {
       machine_cpu_ms_per_flow: number | null;
       /** The funnels/s this machine's cores would allow at machine_cpu_ms_per_flow, all of them busy (cores × 1000 / that): the ceiling of this run's cost, not a measurement. */
       machine_flows_per_s_bound: number | null;
+      /**
+       * Waiting for a core over the window (`/proc/…/schedstat`: runnable, not running; bench/sched.ts).
+       * server_main_wait_share: the share of the window the server's main thread (the one that
+       * waited most, with `--processes`) waited; server_wait_ms_per_flow: every server main thread's
+       * wait together, per completed funnel; postgres_wait_ms_per_flow: PostgreSQL's processes on
+       * this machine (null embedded or elsewhere); steal_share: the share of all cores' time the
+       * hypervisor gave to another machine. Null off Linux.
+       */
+      run_queue: { server_main_wait_share: number; server_wait_ms_per_flow: number; postgres_wait_ms_per_flow: number | null; steal_share: number | null } | null;
       db_pool_waiting_max: number;
       /** SQL statements sent in the measured window (API and outbox worker), per completed funnel. In-process server only. */
       db_statements_per_flow: number | null;
@@ -562,6 +572,7 @@ function printSummary(r: Report, file: string | null): void {
         `    at that cost ${r.machine.cpus} cores allow at most ${srv.machine_flows_per_s_bound ?? '?'} funnels/s`,
     );
   }
+  if (srv.run_queue) lines.push(runQueueLine(srv.run_queue, srv.server_processes.mode === 'in-process'));
   lines.push(
     `other threads busy: driver ${pct(srv.thread_utilization.driver)}, sandbox ${pct(srv.thread_utilization.sandbox)}, receiver ${pct(srv.thread_utilization.receiver)}` +
       `    db pool waiting (max): ${srv.db_pool_waiting_max}    SQL statements/funnel (API + outbox worker): ${srv.db_statements_per_flow ?? '?'}`,
@@ -700,6 +711,41 @@ function serverThreadsCpuMs(): { main: number; mailWriter: number } | null {
     }
   }
   return { main, mailWriter };
+}
+
+/** The Checkstand processes of `--processes` (primary, API children, workers): not tsx's esbuild helpers. */
+function serverMainPids(servers: ServerProcesses): number[] {
+  return servers.pids().filter((pid) => /^(primary|api|worker)$/.test(servers.role(pid)));
+}
+
+/** The run-queue figures over the window, as measured (ms), before they are put per funnel. */
+interface RunQueueFigures {
+  wallMs: number;
+  /** The server's main threads together (one in process). */
+  serverMs: number;
+  /** The one of them that waited most. */
+  serverMaxMs: number;
+  /** PostgreSQL's processes on this machine together; null when it is elsewhere or embedded. */
+  postgresMs: number | null;
+  steal: number | null;
+}
+
+function runQueueReport(f: RunQueueFigures | null, perFlow: (n: number | null) => number | null): Report['results']['server']['run_queue'] {
+  if (!f || f.wallMs <= 0) return null;
+  return {
+    server_main_wait_share: Math.round((f.serverMaxMs / f.wallMs) * 1000) / 1000,
+    server_wait_ms_per_flow: perFlow(f.serverMs) ?? 0,
+    postgres_wait_ms_per_flow: perFlow(f.postgresMs),
+    steal_share: f.steal === null ? null : Math.round(f.steal * 1000) / 1000,
+  };
+}
+
+function runQueueLine(rq: NonNullable<Report['results']['server']['run_queue']>, inProcess: boolean): string {
+  const pg = rq.postgres_wait_ms_per_flow === null ? '' : `, PostgreSQL ${rq.postgres_wait_ms_per_flow} ms per funnel`;
+  const steal = rq.steal_share === null ? '' : `    hypervisor steal: ${(rq.steal_share * 100).toFixed(1)}% of the cores`;
+  const who = inProcess ? 'server main thread' : "server processes' main threads";
+  const busiest = inProcess ? '' : ', the busiest';
+  return `waiting for a core (runnable, not running): ${who} ${rq.server_wait_ms_per_flow} ms per funnel (${(rq.server_main_wait_share * 100).toFixed(0)}% of the window${busiest})${pg}${steal}`;
 }
 
 /** A thread's event-loop utilisation since `since`, or null when it is gone. */
@@ -1088,6 +1134,9 @@ async function main(): Promise<number> {
     /** PostgreSQL on this machine: its processes' CPU at the window's start, and over the window per wall second. */
     let pgCpuStart: Map<number, number> | null = null;
     let pgCores: number | null = null;
+    /** Waiting for a core over the window (bench/sched.ts): the server's main threads, PostgreSQL's processes, the hypervisor's steal. */
+    let schedStart: { server: Map<number, SchedTimes>; postgres: Map<number, SchedTimes> | null; ticks: CpuTicks | null } | undefined;
+    let runQueue: RunQueueFigures | null = null;
     let lastElu = performance.eventLoopUtilization();
     let poolWaitingMax = 0;
     const pool = rt.ctx.store.pool;
@@ -1178,6 +1227,7 @@ async function main(): Promise<number> {
             if (servers) serverCpuStart = cpuSnapshot(servers.pids());
             const pgPids = localPostgresPids(databaseUrl);
             pgCpuStart = pgPids.length ? cpuSnapshot(pgPids) : null;
+            schedStart = { server: schedSnapshot(servers ? serverMainPids(servers) : [process.pid]), postgres: pgPids.length ? schedSnapshot(pgPids) : null, ticks: readCpuTicks() };
             poolWaitingMax = 0;
             if (splitInWarmup) {
               const from = splitFrom ?? { statements: 0, worker: 0 };
@@ -1200,6 +1250,11 @@ async function main(): Promise<number> {
             const m = machineCpu();
             machineCores = (m.busy - cpuStart.machine.busy) / wallMs;
             if (pgCpuStart) pgCores = cpuBetweenMs(pgCpuStart, cpuSnapshot(localPostgresPids(databaseUrl))) / wallMs;
+            if (schedStart) {
+              const server = waitBetween(schedStart.server, schedSnapshot(servers ? serverMainPids(servers) : [process.pid]));
+              const postgres = schedStart.postgres ? waitBetween(schedStart.postgres, schedSnapshot(localPostgresPids(databaseUrl))) : null;
+              runQueue = schedStart.server.size > 0 ? { wallMs, serverMs: server.totalMs, serverMaxMs: server.maxMs, postgresMs: postgres?.totalMs ?? null, steal: stealShare(schedStart.ticks, readCpuTicks()) } : null;
+            }
             if (servers && serverCpuStart) {
               // Every server process: the primary (and its outbox worker) and each API child.
               serverPids = servers.pids();
@@ -1700,6 +1755,7 @@ async function main(): Promise<number> {
           machine_cpu_ms_per_flow: machineCpuMsPerFlow,
           machine_flows_per_s_bound:
             machineCpuMsPerFlow !== null && machineCpuMsPerFlow > 0 ? Math.round((cpus * 1000 * 10) / machineCpuMsPerFlow) / 10 : null,
+          run_queue: runQueueReport(runQueue as RunQueueFigures | null, perFlow),
           db_pool_waiting_max: poolWaitingMax,
           db_statements_per_flow: statementsPerFlow,
           db_statements_per_flow_by_source: statementsBySource,

@@ -161,6 +161,13 @@ describe('bench --scenario', () => {
     expect(srv.db_statements_per_flow_by_source.worker, explain(r)).toBeGreaterThan(0);
     expect(srv.db_statements_per_flow_by_source.api, explain(r)).toBeGreaterThan(srv.db_statements_per_flow_by_source.worker);
     expect(srv.db_statements_per_flow_by_source.api + srv.db_statements_per_flow_by_source.worker).toBeCloseTo(srv.db_statements_per_flow, 0);
+    // Waiting for a core over the window: the server's main thread's share and ms per funnel; no PostgreSQL process embedded.
+    expect(srv.run_queue, explain(r)).not.toBeNull();
+    expect(srv.run_queue.server_main_wait_share).toBeGreaterThanOrEqual(0);
+    expect(srv.run_queue.server_main_wait_share).toBeLessThanOrEqual(1);
+    expect(srv.run_queue.server_wait_ms_per_flow).toBeGreaterThanOrEqual(0);
+    expect(srv.run_queue.postgres_wait_ms_per_flow).toBeNull();
+    expect(r.stdout).toMatch(/waiting for a core \(runnable, not running\): server main thread [\d.]+ ms per funnel \(\d+% of the window\)/);
     expect(srv.log.level).toBe('info');
     expect(srv.log.lines_per_flow, explain(r)).toBeGreaterThanOrEqual(10);
     expect(r.stdout).toMatch(/server log: level info, \d+ lines/);
@@ -216,6 +223,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes N --workers M
     expect(srv.postgres_cpu_ms_per_flow, explain(r)).toBeGreaterThan(0);
     expect(srv.machine_cpu_ms_per_flow).toBeGreaterThan(srv.postgres_cpu_ms_per_flow);
     expect(r.stdout).toMatch(/CPU per funnel on this machine: [\d.]+ ms in all \(server [\d.]+, PostgreSQL [\d.]+,/);
+    // The API and worker processes' main threads and PostgreSQL's processes, each waiting for a core some of the window.
+    expect(srv.run_queue, explain(r)).not.toBeNull();
+    expect(srv.run_queue.postgres_wait_ms_per_flow).toBeGreaterThanOrEqual(0);
+    expect(r.stdout).toMatch(/waiting for a core \(runnable, not running\): server processes' main threads [\d.]+ ms per funnel \(\d+% of the window, the busiest\), PostgreSQL [\d.]+ ms per funnel/);
   }, RUN_TIMEOUT_MS + 30_000);
 });
 
