@@ -429,7 +429,14 @@ interface Report {
        * this machine (null embedded or elsewhere); steal_share: the share of all cores' time the
        * hypervisor gave to another machine. Null off Linux.
        */
-      run_queue: { server_main_wait_share: number; server_wait_ms_per_flow: number; postgres_wait_ms_per_flow: number | null; steal_share: number | null } | null;
+      run_queue: {
+        server_main_wait_share: number;
+        server_wait_ms_per_flow: number;
+        /** With `--processes`: each Checkstand process's main thread apart (`api 1234`); null in process. */
+        server_wait_ms_per_flow_by_process: Record<string, number> | null;
+        postgres_wait_ms_per_flow: number | null;
+        steal_share: number | null;
+      } | null;
       db_pool_waiting_max: number;
       /** SQL statements sent in the measured window (API and outbox worker), per completed funnel. In-process server only. */
       db_statements_per_flow: number | null;
@@ -586,7 +593,12 @@ function printSummary(r: Report, file: string | null): void {
     lines.push(`server log: level ${srv.log.level}, ${srv.log.lines} lines (${srv.log.lines_per_flow ?? '?'} per completed funnel, warm-up included), written to a file`);
   }
   if (srv.cpu_ms_per_flow_by_process) {
-    lines.push(`CPU per funnel by process: ${Object.entries(srv.cpu_ms_per_flow_by_process).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+    const waited = srv.run_queue?.server_wait_ms_per_flow_by_process ?? {};
+    lines.push(
+      `CPU per funnel by process: ${Object.entries(srv.cpu_ms_per_flow_by_process)
+        .map(([k, v]) => `${k} ${v} ms${waited[k] === undefined ? '' : ` (waited for a core ${waited[k]})`}`)
+        .join(', ')}`,
+    );
   }
   const cm = srv.db_commits_per_flow;
   lines.push(
@@ -725,6 +737,8 @@ interface RunQueueFigures {
   serverMs: number;
   /** The one of them that waited most. */
   serverMaxMs: number;
+  /** With `--processes`: each one's, by its report label (`api 1234`). */
+  serverByProcess: Record<string, number> | null;
   /** PostgreSQL's processes on this machine together; null when it is elsewhere or embedded. */
   postgresMs: number | null;
   steal: number | null;
@@ -735,6 +749,7 @@ function runQueueReport(f: RunQueueFigures | null, perFlow: (n: number | null) =
   return {
     server_main_wait_share: Math.round((f.serverMaxMs / f.wallMs) * 1000) / 1000,
     server_wait_ms_per_flow: perFlow(f.serverMs) ?? 0,
+    server_wait_ms_per_flow_by_process: f.serverByProcess ? Object.fromEntries(Object.entries(f.serverByProcess).map(([k, ms]) => [k, perFlow(ms) ?? 0])) : null,
     postgres_wait_ms_per_flow: perFlow(f.postgresMs),
     steal_share: f.steal === null ? null : Math.round(f.steal * 1000) / 1000,
   };
@@ -1253,7 +1268,9 @@ async function main(): Promise<number> {
             if (schedStart) {
               const server = waitBetween(schedStart.server, schedSnapshot(servers ? serverMainPids(servers) : [process.pid]));
               const postgres = schedStart.postgres ? waitBetween(schedStart.postgres, schedSnapshot(localPostgresPids(databaseUrl))) : null;
-              runQueue = schedStart.server.size > 0 ? { wallMs, serverMs: server.totalMs, serverMaxMs: server.maxMs, postgresMs: postgres?.totalMs ?? null, steal: stealShare(schedStart.ticks, readCpuTicks()) } : null;
+              const procs = servers;
+              const byProcess = procs ? Object.fromEntries([...server.byPid].map(([pid, ms]) => [`${procs.role(pid)} ${pid}`, ms])) : null;
+              runQueue = schedStart.server.size > 0 ? { wallMs, serverMs: server.totalMs, serverMaxMs: server.maxMs, serverByProcess: byProcess, postgresMs: postgres?.totalMs ?? null, steal: stealShare(schedStart.ticks, readCpuTicks()) } : null;
             }
             if (servers && serverCpuStart) {
               // Every server process: the primary (and its outbox worker) and each API child.

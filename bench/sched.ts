@@ -45,15 +45,17 @@ export function schedSnapshot(pids: number[]): Map<number, SchedTimes> {
  * Run-queue wait between two snapshots, ms, of the tasks in the second: all of them together and
  * the one that waited most. A task that started in between counts from zero; one that ended is lost.
  */
-export function waitBetween(start: Map<number, SchedTimes>, end: Map<number, SchedTimes>): { totalMs: number; maxMs: number } {
+export function waitBetween(start: Map<number, SchedTimes>, end: Map<number, SchedTimes>): { totalMs: number; maxMs: number; byPid: Map<number, number> } {
   let total = 0;
   let max = 0;
+  const byPid = new Map<number, number>();
   for (const [pid, t] of end) {
     const ms = (t.waitNs - (start.get(pid)?.waitNs ?? 0)) / 1e6;
+    byPid.set(pid, ms);
     total += ms;
     max = Math.max(max, ms);
   }
-  return { totalMs: total, maxMs: max };
+  return { totalMs: total, maxMs: max, byPid };
 }
 
 /** The machine's CPU time from `/proc/stat`'s "cpu" line, in clock ticks: stolen by the hypervisor, and all of it. */

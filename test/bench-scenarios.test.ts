@@ -167,6 +167,7 @@ describe('bench --scenario', () => {
     expect(srv.run_queue.server_main_wait_share).toBeLessThanOrEqual(1);
     expect(srv.run_queue.server_wait_ms_per_flow).toBeGreaterThanOrEqual(0);
     expect(srv.run_queue.postgres_wait_ms_per_flow).toBeNull();
+    expect(srv.run_queue.server_wait_ms_per_flow_by_process).toBeNull();
     expect(r.stdout).toMatch(/waiting for a core \(runnable, not running\): server main thread [\d.]+ ms per funnel \(\d+% of the window\)/);
     expect(srv.log.level).toBe('info');
     expect(srv.log.lines_per_flow, explain(r)).toBeGreaterThanOrEqual(10);
@@ -226,6 +227,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes N --workers M
     // The API and worker processes' main threads and PostgreSQL's processes, each waiting for a core some of the window.
     expect(srv.run_queue, explain(r)).not.toBeNull();
     expect(srv.run_queue.postgres_wait_ms_per_flow).toBeGreaterThanOrEqual(0);
+    expect(Object.keys(srv.run_queue.server_wait_ms_per_flow_by_process).sort()).toEqual(Object.keys(srv.cpu_ms_per_flow_by_process).sort());
+    expect(r.stdout).toMatch(/CPU per funnel by process: api \d+ [\d.]+ ms \(waited for a core [\d.]+\), worker \d+ [\d.]+ ms \(waited for a core [\d.]+\)/);
     expect(r.stdout).toMatch(/waiting for a core \(runnable, not running\): server processes' main threads [\d.]+ ms per funnel \(\d+% of the window, the busiest\), PostgreSQL [\d.]+ ms per funnel/);
   }, RUN_TIMEOUT_MS + 30_000);
 });

@@ -27,8 +27,8 @@ describe('schedstat', () => {
       [2, { runNs: 30e6, waitNs: 2e6 }], // waited 1 ms
       [3, { runNs: 1e6, waitNs: 3e6 }], // new: 3 ms
     ]);
-    expect(waitBetween(start, end)).toEqual({ totalMs: 9, maxMs: 5 });
-    expect(waitBetween(new Map(), new Map())).toEqual({ totalMs: 0, maxMs: 0 });
+    expect(waitBetween(start, end)).toEqual({ totalMs: 9, maxMs: 5, byPid: new Map([[1, 5], [2, 1], [3, 3]]) });
+    expect(waitBetween(new Map(), new Map())).toEqual({ totalMs: 0, maxMs: 0, byPid: new Map() });
   });
 
   it.skipIf(!linux)("grows with this process's main thread running, and skips a process that is gone", async () => {
