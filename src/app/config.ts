@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_PREPARED_STATEMENTS } from '../db/statement-names.ts';
 import { type OverloadSettings, type RateLimitSettings, type TrustProxy, overloadFrom, rateLimitsFrom, trustProxyFrom } from './limits/settings.ts';
@@ -18,6 +19,7 @@ export interface Config {
   bodyLimitBytes: number;
   idempotencyTtlHours: number;
   publicBaseUrl: string | undefined;
+  /** DATABASE_POOL_MAX: PostgreSQL connections per process (defaultPoolMax: 2 × cores + 1, at most 10); the embedded database has one. */
   dbPoolMax: number;
   /** DATABASE_PREPARED_STATEMENTS: how many statement texts a process prepares under a name (src/db/statement-names.ts); 0: none. */
   dbPreparedStatements: number;
@@ -79,6 +81,26 @@ function rebillFrom(env: NodeJS.ProcessEnv): RebillSettings {
   const after = env.REBILL_AFTER_LAST_RETRY || 'cancel';
   if (after !== 'cancel' && after !== 'past_due') throw new Error(`REBILL_AFTER_LAST_RETRY must be cancel or past_due, got "${after}"`);
   return { hour, retryDays, afterLastRetry: after, batchSize: intFrom(env.REBILL_BATCH_SIZE, 50, 'REBILL_BATCH_SIZE') || 50, concurrency: intFrom(env.REBILL_CONCURRENCY, 4, 'REBILL_CONCURRENCY') || 1 };
+}
+
+/**
+ * DATABASE_POOL_MAX's default: twice this machine's cores and one (Prisma's default
+ * connection_limit), at most 10 (the pg driver's default, and this setting's until 2026-12): 5
+ * on 2 cores, 9 on 4, 10 from 5 on. One Node process keeps only so many statements in flight, and
+ * more connections than that are more PostgreSQL backends competing for the cores (on a machine
+ * shared with PostgreSQL, as the bench's, 10 against 5 cost a quarter more of PostgreSQL's CPU per
+ * funnel: bench/README, twenty-second round). A process's requests queue for a connection instead;
+ * none is held across a provider's call (payment phases: ARCHITECTURE.md).
+ */
+export function defaultPoolMax(cores = os.availableParallelism()): number {
+  return Math.min(10, 2 * cores + 1);
+}
+
+/** DATABASE_POOL_MAX: a pool of no connection would leave every request waiting for one. */
+function poolMaxFrom(value: string | undefined): number {
+  const n = intFrom(value, defaultPoolMax(), 'DATABASE_POOL_MAX');
+  if (n < 1) throw new Error(`DATABASE_POOL_MAX must be at least 1, got "${value}"`);
+  return n;
 }
 
 function intFrom(value: string | undefined, fallback: number, name: string): number {
@@ -143,7 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: intFrom(env.BODY_LIMIT_BYTES, 256 * 1024, 'BODY_LIMIT_BYTES'),
     idempotencyTtlHours: intFrom(env.IDEMPOTENCY_TTL_HOURS, 24, 'IDEMPOTENCY_TTL_HOURS'),
     publicBaseUrl: env.PUBLIC_BASE_URL || undefined,
-    dbPoolMax: intFrom(env.DATABASE_POOL_MAX, 10, 'DATABASE_POOL_MAX'),
+    dbPoolMax: poolMaxFrom(env.DATABASE_POOL_MAX),
     dbPreparedStatements: intFrom(env.DATABASE_PREPARED_STATEMENTS, DEFAULT_PREPARED_STATEMENTS, 'DATABASE_PREPARED_STATEMENTS'),
     dbProtocolTransactions: boolFrom(env.DATABASE_PROTOCOL_TRANSACTIONS, true, 'DATABASE_PROTOCOL_TRANSACTIONS'),
     dbConnectTimeoutMs: intFrom(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
