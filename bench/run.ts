@@ -62,7 +62,7 @@ import {
   summarize,
   total,
 } from './stats.ts';
-import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, localPostgresPids, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses, statCpuMs } from './server-processes.ts';
+import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, isCheckstandRole, localPostgresPids, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses, statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 import { type CpuTicks, readCpuTicks, type SchedTimes, schedSnapshot, stealShare, waitBetween } from './sched.ts';
 import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
@@ -727,7 +727,7 @@ function serverThreadsCpuMs(): { main: number; mailWriter: number } | null {
 
 /** The Checkstand processes of `--processes` (primary, API children, workers): not tsx's esbuild helpers. */
 function serverMainPids(servers: ServerProcesses): number[] {
-  return servers.pids().filter((pid) => /^(primary|api|worker)$/.test(servers.role(pid)));
+  return servers.pids().filter((pid) => isCheckstandRole(servers.role(pid)));
 }
 
 /** The run-queue figures over the window, as measured (ms), before they are put per funnel. */
@@ -1279,6 +1279,8 @@ async function main(): Promise<number> {
               mainCores = end.size > 0 ? cpuBetweenMs(serverCpuStart, end) / wallMs : null;
               const perProcess: Record<string, number> = {};
               const cpuByProcess: Record<string, number> = {};
+              // The target is per Checkstand process: tsx's esbuild helpers are listed, not judged.
+              const values: number[] = [];
               for (const pid of serverPids) {
                 const label = servers.role(pid);
                 processLabels.set(pid, label);
@@ -1287,9 +1289,8 @@ async function main(): Promise<number> {
                 const b = rssBytes(pid);
                 if (b === null) continue;
                 perProcess[`${label} ${pid}`] = Math.round(b / 2 ** 20);
+                if (isCheckstandRole(label)) values.push(perProcess[`${label} ${pid}`]!);
               }
-              // The target is per Checkstand process: tsx's esbuild helpers are listed, not judged.
-              const values = Object.entries(perProcess).filter(([k]) => k.startsWith('primary') || k.startsWith('api') || k.startsWith('worker')).map(([, v]) => v);
               rssAtEnd = values.length ? { per_process: perProcess, max: Math.max(...values) } : null;
               cpuMsByProcess = cpuByProcess;
             } else {

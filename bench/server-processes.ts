@@ -30,6 +30,11 @@ export interface ServerProcesses {
   stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Whether a role (ServerProcesses.role) is one of Checkstand's own processes, not a helper such as tsx's `esbuild`. */
+export function isCheckstandRole(role: string): boolean {
+  return role === 'primary' || role === 'api' || role === 'worker';
+}
+
 const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
 
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
