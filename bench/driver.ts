@@ -16,6 +16,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Checkstand } from '@checkstand/client';
 import { plainApi } from './plain-http.ts';
+import { rawApi } from './raw-http.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import {
@@ -85,19 +86,23 @@ interface Answer {
 
 // The typed client (packages/client) with nothing added: no retries, no Idempotency-Key unless
 // --idempotency-keys asks for one, so each measured call is exactly one request.
-// --client http (the default): the same calls over node:http (plain-http.ts), cheaper for this thread.
+// --client http: the same calls over node:http (plain-http.ts), cheaper for this thread; --client raw
+// (the default): HTTP/1.1 written on kept-alive sockets (raw-http.ts), cheaper still, its timeout the socket's.
+const raw = input.client === 'raw' ? rawApi(input.baseUrl, input.token, input.requestTimeoutMs) : null;
 const cs = {
-  api: (input.client === 'sdk' ? new Checkstand({ baseUrl: input.baseUrl, token: input.token, maxRetries: 0, autoIdempotencyKeys: false }).api : plainApi(input.baseUrl, input.token)) as Pick<
-    Checkstand['api'],
-    'POST'
-  >,
+  api: (raw ??
+    (input.client === 'sdk'
+      ? new Checkstand({ baseUrl: input.baseUrl, token: input.token, maxRetries: 0, autoIdempotencyKeys: false }).api
+      : plainApi(input.baseUrl, input.token))) as Pick<Checkstand['api'], 'POST'>,
 };
+/** The raw client times its requests out itself: no AbortSignal (and its timer) per request. */
+const callSignal = (): AbortSignal | undefined => (input.client === 'raw' ? undefined : AbortSignal.timeout(input.requestTimeoutMs));
 
 /** Times one call; the body is always read (openapi-fetch parses it), so the socket goes back to the pool. */
-async function call(send: (signal: AbortSignal) => Promise<{ data?: unknown; error?: unknown; response: { status: number } }>): Promise<Answer> {
+async function call(send: (signal: AbortSignal | undefined) => Promise<{ data?: unknown; error?: unknown; response: { status: number } }>): Promise<Answer> {
   const started = performance.now();
   try {
-    const r = await send(AbortSignal.timeout(input.requestTimeoutMs));
+    const r = await send(callSignal());
     return { status: r.response.status, body: r.data ?? r.error, ms: performance.now() - started };
   } catch (err) {
     const e = err as { name?: string; code?: string; cause?: { code?: string } };
@@ -415,6 +420,7 @@ const ticker = setInterval(() => {
 if (input.warmupMs <= 0) enter('measure');
 await Promise.all(Array.from({ length: input.concurrency }, (_, i) => user(i)));
 clearInterval(ticker);
+raw?.close();
 enter('drain');
 post({ type: 'phase', phase: 'done', at: Date.now() });
 post({

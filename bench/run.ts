@@ -162,9 +162,11 @@ const USAGE = `Usage: npm run bench [-- options]
   --workers <m>         with --processes: the outbox worker as <m> \`checkstand worker\` processes beside
                         \`serve --processes <n>\` instead of in serve's primary   (BENCH_WORKERS; default 0)
   --scenario <name>     which funnel (kind of payment): card, extpay or threeds  (BENCH_SCENARIO, default card)
-  --client <name>       how the driver calls the API: http (node:http, keep-alive) or sdk
-                        (the typed @checkstand/client over fetch, several times the driver's CPU)
-                                                                (BENCH_CLIENT, default http)
+  --client <name>       how the driver calls the API: raw (HTTP/1.1 written on kept-alive
+                        sockets: the lightest for the driver's thread), http (node:http,
+                        keep-alive: about twice the driver's CPU) or sdk (the typed
+                        @checkstand/client over fetch, several times more)
+                                                                (BENCH_CLIENT, default raw)
   --log-level <level>   the server's log level: warn (nothing per request) or info (the
                         server's default: two lines per request, written to a file beside
                         the data dir; in process only)           (BENCH_LOG_LEVEL, default warn)
@@ -239,7 +241,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       return m;
     })(),
     scenario: oneOf('scenario', flags.scenario ?? env.BENCH_SCENARIO, SCENARIOS, 'card'),
-    client: oneOf('client', flags.client ?? env.BENCH_CLIENT, BENCH_CLIENTS, 'http'),
+    client: oneOf('client', flags.client ?? env.BENCH_CLIENT, BENCH_CLIENTS, 'raw'),
     logLevel: (() => {
       const level = oneOf('log-level', flags['log-level'] ?? env.BENCH_LOG_LEVEL, BENCH_LOG_LEVELS, 'warn');
       if (level !== 'warn' && processesRaw !== '') {
@@ -1690,7 +1692,9 @@ async function main(): Promise<number> {
         client:
           opts.client === 'sdk'
             ? 'sdk: the typed @checkstand/client over Node global fetch (undici, keep-alive) in a worker thread'
-            : 'http: node:http with a keep-alive agent in a worker thread (bench/plain-http.ts)',
+            : opts.client === 'http'
+              ? 'http: node:http with a keep-alive agent in a worker thread (bench/plain-http.ts)'
+              : 'raw: HTTP/1.1 written on kept-alive sockets, one per request in flight, in a worker thread (bench/raw-http.ts)',
         threads:
           opts.processes === null
             ? `main: server + outbox worker (+ PGlite); worker threads: driver, sandbox (${provider.label}), webhook receiver`

@@ -85,11 +85,11 @@ export interface DriverInput {
   idempotencyKeys: boolean;
   /** Makes e-mails unique across runs against the same database. */
   runId: string;
-  /** How the driver calls the API: node:http (`http`, the default) or the typed client over fetch (`sdk`). */
+  /** How the driver calls the API: HTTP/1.1 on kept-alive sockets (`raw`, the default), node:http (`http`) or the typed client over fetch (`sdk`). */
   client: BenchClient;
 }
 
-export const BENCH_CLIENTS = ['http', 'sdk'] as const;
+export const BENCH_CLIENTS = ['raw', 'http', 'sdk'] as const;
 export type BenchClient = (typeof BENCH_CLIENTS)[number];
 
 /** Raw numbers of the measured window, per endpoint. */

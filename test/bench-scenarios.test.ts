@@ -79,7 +79,8 @@ describe('the PostgreSQL processes the bench measures', () => {
 describe('bench --scenario', () => {
   it('extpay: create order, pay on the hosted page, capture, upsell (202), complete; every check ok', async () => {
     // The mail files in the data dir, on its disk (the default is tmpfs where the machine has one).
-    const r = await runBench(['--scenario', 'extpay', '--duration', '2', '--warmup', '0', '--concurrency', '2', '--mail-dir', 'data']);
+    // node:http's client (--client http), as before raw-http.ts was the default.
+    const r = await runBench(['--scenario', 'extpay', '--duration', '2', '--warmup', '0', '--concurrency', '2', '--mail-dir', 'data', '--client', 'http']);
     expect(r.code, explain(r)).toBe(0);
     const rep = r.report;
     expect(rep, explain(r)).not.toBeNull();
@@ -87,6 +88,7 @@ describe('bench --scenario', () => {
     expect(rep.parameters.mailDir).toBe('data');
     expect(r.stdout).toContain('mail files: data dir');
     expect(rep.parameters.scenario).toBe('extpay');
+    expect(rep.parameters.client).toMatch(/^http: /);
     expect(rep.passed, explain(r)).toBe(true);
     expect(rep.results.flows.completed).toBeGreaterThan(0);
     expect(Object.keys(rep.results.endpoints)).toEqual([
@@ -128,6 +130,8 @@ describe('bench --scenario', () => {
     const rep = r.report;
     expect(rep, explain(r)).not.toBeNull();
     expect(rep.scenario).toBe('threeds');
+    // The default client: HTTP/1.1 on the driver's own kept-alive sockets (bench/raw-http.ts).
+    expect(rep.parameters.client).toMatch(/^raw: /);
     // The default mail dir: a directory on tmpfs where the machine has one (the mail check below says every mail was written there), removed after the run.
     expect(rep.parameters.mailDir).toBe(defaultMailDir());
     if (tmpfsRoot()) {
