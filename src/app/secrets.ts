@@ -48,6 +48,43 @@ export class Secrets {
   }
 }
 
+/** How many opened values a SealedValues keeps: every gateway and webhook endpoint a process serves, with room to spare. */
+export const SEALED_VALUES_MAX = 2_000;
+
+/**
+ * What sealed secrets open to, opened once per sealed value instead of on every use: a gateway's
+ * credentials on every charge, a webhook endpoint's signer on every delivery (AES-GCM, a JSON
+ * parse or the signer's key decoding: 2–3 % of the API thread in the bench's profile, issue 13).
+ * Keyed by the sealed text itself, which `encrypt()` makes anew (a random IV) for every value
+ * stored: a rotated secret or changed credentials are another key, opened afresh; the old entry
+ * is never used again and falls out when the map is full (oldest first). A value that does not
+ * open (sealed under another key) throws as `decrypt()` does and is not kept. The plaintexts stay
+ * in this process's memory, as the master key that opens them does.
+ */
+export class SealedValues<T> {
+  private readonly opened = new Map<string, T>();
+
+  constructor(
+    private readonly secrets: Secrets,
+    private readonly open: (plaintext: string) => T,
+    private readonly max = SEALED_VALUES_MAX,
+  ) {}
+
+  get(sealed: string): T {
+    const kept = this.opened.get(sealed);
+    if (kept !== undefined) return kept;
+    const value = this.open(this.secrets.decrypt(sealed));
+    if (this.opened.size >= this.max) this.opened.delete(this.opened.keys().next().value as string);
+    this.opened.set(sealed, value);
+    return value;
+  }
+
+  /** How many are kept (the tests read it). */
+  get size(): number {
+    return this.opened.size;
+  }
+}
+
 /** Unkeyed SHA-256 for values that are already high-entropy (API tokens). */
 export function sha256Hex(value: string): string {
   return createHash('sha256').update(value).digest('hex');

@@ -2,7 +2,7 @@ import { configCache } from '../../app/cache.ts';
 import { invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
-import type { Secrets } from '../../app/secrets.ts';
+import { type Secrets, SealedValues } from '../../app/secrets.ts';
 import type { Executor, Store } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { presentFields } from '../../db/helpers.ts';
@@ -54,7 +54,11 @@ export class GatewaysService {
     this.routers = new PaymentRouters(store, this.volume);
     this.cardLists = new CardLists(store, secrets);
     this.gateways = configCache<Readonly<Row<'gateways'>>>(store, 'gateways');
+    this.credentials = new SealedValues(secrets, (plaintext) => Object.freeze(JSON.parse(plaintext) as Record<string, string>));
   }
+
+  /** Gateways' credentials opened once per sealed value (a charge no longer decrypts them). */
+  private readonly credentials: SealedValues<Readonly<Record<string, string>>>;
 
   // ---- for the payment core: it passes its own transaction (or the root handle outside one)
 
@@ -190,8 +194,8 @@ export class GatewaysService {
     return this.secrets.encrypt(JSON.stringify(credentials));
   }
 
-  private openCredentials(gateway: Row<'gateways'>): Record<string, string> {
-    return JSON.parse(this.secrets.decrypt(gateway.credentials)) as Record<string, string>;
+  private openCredentials(gateway: Row<'gateways'>): Readonly<Record<string, string>> {
+    return this.credentials.get(gateway.credentials);
   }
 
   private credentialsHint(gateway: Row<'gateways'>): Record<string, string> {

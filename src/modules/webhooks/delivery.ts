@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { configCache } from '../../app/cache.ts';
 import { newId } from '../../app/ids.ts';
-import type { Secrets } from '../../app/secrets.ts';
+import { type Secrets, SealedValues } from '../../app/secrets.ts';
 import type { Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
 import { eventView } from '../events/service.ts';
@@ -50,14 +50,18 @@ export class WebhookDeliveries {
 
   constructor(
     private readonly store: Store,
-    private readonly secrets: Secrets,
+    secrets: Secrets,
     private readonly opts: WebhooksOptions,
   ) {
     this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
     this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * opts.timeoutMs + 10_000);
     this.batchSize = opts.batchSize ?? 10;
     this.random = opts.random ?? Math.random;
+    this.signers = new SealedValues(secrets, (secret) => new Webhook(secret));
   }
+
+  /** Endpoints' signers, their secrets opened once per sealed value (a delivery no longer decrypts them). */
+  private readonly signers: SealedValues<Webhook>;
 
   get maxAttempts(): number {
     return this.opts.retryScheduleMs.length + 1;
@@ -101,7 +105,7 @@ export class WebhookDeliveries {
   signatureHeader(job: Pick<ClaimedDelivery, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, msgId: string, at: Date, body: string): string {
     const secrets = [job.secret];
     if (job.previous_secret && job.previous_secret_expires_at && job.previous_secret_expires_at.getTime() > at.getTime()) secrets.push(job.previous_secret);
-    return secrets.map((sealed) => new Webhook(this.secrets.decrypt(sealed)).sign(msgId, at, body)).join(' ');
+    return secrets.map((sealed) => this.signers.get(sealed).sign(msgId, at, body)).join(' ');
   }
 
   private async deliver(job: ClaimedDelivery, log: Logger): Promise<void> {
