@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { Checkstand } from '@checkstand/client';
 import { plainApi } from './plain-http.ts';
 import { rawApi } from './raw-http.ts';
+import { ownThreadId } from './sched.ts';
 import { EXTPAY_CARDS } from '../src/sandbox/extpay-provider.ts';
 import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import {
@@ -391,7 +392,7 @@ function enter(next: 'measure' | 'drain'): void {
   if (next === 'drain' && phase === 'drain') return;
   if (next === 'drain' && phase === 'warmup') enter('measure');
   phase = next;
-  post({ type: 'phase', phase: next, at: Date.now() });
+  post({ type: 'phase', phase: next, at: Date.now(), tid: ownThreadId() });
 }
 let lastTick = performance.now();
 const ticker = setInterval(() => {
@@ -422,7 +423,7 @@ await Promise.all(Array.from({ length: input.concurrency }, (_, i) => user(i)));
 clearInterval(ticker);
 raw?.close();
 enter('drain');
-post({ type: 'phase', phase: 'done', at: Date.now() });
+post({ type: 'phase', phase: 'done', at: Date.now(), tid: ownThreadId() });
 post({
   type: 'result',
   measuredMs: Math.max(0, Math.min(input.durationMs, measureEnd - measureStart)),

@@ -5,7 +5,7 @@
  * and verifies the signature of a sample of deliveries — the first 100, then one in 10 — with the
  * standardwebhooks package's `new Webhook(secret).verify(body, headers)`, as a merchant would.
  *
- * Messages: posts `{ type: 'ready', url }`; takes `{ type: 'secret', secret }` (the endpoint's
+ * Messages: posts `{ type: 'ready', url, tid }` (tid: its kernel thread id, for its CPU); takes `{ type: 'secret', secret }` (the endpoint's
  * `whsec_…`, known only once the endpoint is registered), answers `{ type: 'stats' }` with
  * `{ type: 'stats', stats }` and `{ type: 'final' }` with `{ type: 'final', stats }` (lags
  * included), then closes.
@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { parentPort } from 'node:worker_threads';
 import { Webhook } from 'standardwebhooks';
 import type { ReceiverFinal, ReceiverStats } from './stats.ts';
+import { ownThreadId } from './sched.ts';
 
 const port = parentPort!;
 const VERIFY_FIRST = 100;
@@ -103,5 +104,5 @@ port.on('message', (m: { type?: string; secret?: string }) => {
 
 server.listen(0, '127.0.0.1', () => {
   const { port: p } = server.address() as AddressInfo;
-  port.postMessage({ type: 'ready', url: `http://127.0.0.1:${p}/webhooks/checkstand` });
+  port.postMessage({ type: 'ready', url: `http://127.0.0.1:${p}/webhooks/checkstand`, tid: ownThreadId() });
 });

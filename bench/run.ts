@@ -403,6 +403,8 @@ interface Report {
       main_thread_utilization: number | null;
       /** Event-loop utilisation of the other threads of this process over the window. */
       thread_utilization: { driver: number | null; sandbox: number | null; receiver: number | null };
+      /** The same threads' CPU (user + system, from their kernel tasks) over the window per completed funnel, ms; null off Linux. */
+      bench_threads_cpu_ms_per_flow: { driver: number | null; sandbox: number | null; receiver: number | null } | null;
       /** CPU seconds of the main thread (the server: API, outbox worker, PGlite) per wall second; Linux only. */
       server_thread_cpu_cores: number | null;
       /** The server thread's CPU per completed funnel, ms: the cost of a funnel, less sensitive to a busy machine than the rates. */
@@ -584,6 +586,9 @@ function printSummary(r: Report, file: string | null): void {
   if (srv.run_queue) lines.push(runQueueLine(srv.run_queue, srv.server_processes.mode === 'in-process'));
   lines.push(
     `other threads busy: driver ${pct(srv.thread_utilization.driver)}, sandbox ${pct(srv.thread_utilization.sandbox)}, receiver ${pct(srv.thread_utilization.receiver)}` +
+      (srv.bench_threads_cpu_ms_per_flow
+        ? ` (CPU per funnel: driver ${srv.bench_threads_cpu_ms_per_flow.driver ?? '?'} ms, sandbox ${srv.bench_threads_cpu_ms_per_flow.sandbox ?? '?'} ms, receiver ${srv.bench_threads_cpu_ms_per_flow.receiver ?? '?'} ms)`
+        : '') +
       `    db pool waiting (max): ${srv.db_pool_waiting_max}    SQL statements/funnel (API + outbox worker): ${srv.db_statements_per_flow ?? '?'}`,
   );
   const sp = srv.server_processes;
@@ -659,6 +664,7 @@ function runDriver(
   onPhase: (phase: 'measure' | 'drain' | 'done') => void,
   onProgress: (m: Extract<DriverMessage, { type: 'progress' }>) => void,
   registerStop: (stop: () => void) => void,
+  onThreadId: (tid: number | null) => void = () => {},
 ): Promise<DriverResult> {
   const worker = startTsWorker('./driver.ts', input);
   onStart(worker);
@@ -666,7 +672,10 @@ function runDriver(
   return new Promise((resolve, reject) => {
     let result: DriverResult | undefined;
     worker.on('message', (m: DriverMessage) => {
-      if (m.type === 'phase') onPhase(m.phase);
+      if (m.type === 'phase') {
+        onThreadId(m.tid);
+        onPhase(m.phase);
+      }
       else if (m.type === 'progress') onProgress(m);
       else if (m.type === 'result') {
         result = m;
@@ -725,6 +734,15 @@ function serverThreadsCpuMs(): { main: number; mailWriter: number } | null {
     }
   }
   return { main, mailWriter };
+}
+
+/** The bench's own threads: they stand for other machines (the shoppers, the gateway, the merchant's receiver). */
+type BenchThread = 'driver' | 'sandbox' | 'receiver';
+
+/** Each bench thread's CPU so far (user + system, ms), read from its kernel task; null where its id is unknown or off Linux. */
+function benchThreadsCpuMs(tids: Record<BenchThread, number | null>): Record<BenchThread, number | null> {
+  const read = (tid: number | null) => (tid === null ? null : statCpuMs(`/proc/self/task/${tid}/stat`));
+  return { driver: read(tids.driver), sandbox: read(tids.sandbox), receiver: read(tids.receiver) };
 }
 
 /** The Checkstand processes of `--processes` (primary, API children, workers): not tsx's esbuild helpers. */
@@ -1015,10 +1033,12 @@ async function main(): Promise<number> {
     sandboxThread = startTsWorker('./sandbox-thread.ts', { slowMs: 2000 });
     receiverThread = startTsWorker('./receiver.ts', null);
     const [sandboxReady, receiverReady] = await Promise.all([
-      nextMessage<{ type: 'ready'; url: string }>(sandboxThread, 'ready'),
-      nextMessage<{ type: 'ready'; url: string }>(receiverThread, 'ready'),
+      nextMessage<{ type: 'ready'; url: string; tid: number | null }>(sandboxThread, 'ready'),
+      nextMessage<{ type: 'ready'; url: string; tid: number | null }>(receiverThread, 'ready'),
     ]);
     const sandboxUrl = sandboxReady.url;
+    /** The bench's threads' kernel ids (the driver's comes with its first phase message), for their CPU over the window. */
+    const benchTids: Record<BenchThread, number | null> = { driver: null, sandbox: sandboxReady.tid ?? null, receiver: receiverReady.tid ?? null };
 
     // The bench measures the funnel, not the request budgets: one token at c=16 passes Stripe-like
     // per-token limits at once, and a loaded machine's event-loop delay would shed requests.
@@ -1142,6 +1162,9 @@ async function main(): Promise<number> {
     let eluWindow: EventLoopUtilization | undefined;
     const threadEluStart: { driver?: EventLoopUtilization; sandbox?: EventLoopUtilization; receiver?: EventLoopUtilization } = {};
     const threadEluWindow: Report['results']['server']['thread_utilization'] = { driver: null, sandbox: null, receiver: null };
+    let benchThreadCpuStart: Record<BenchThread, number | null> | undefined;
+    /** The bench's threads' CPU over the window per wall second (cores), each apart. */
+    let benchThreadCores: Record<BenchThread, number | null> | null = null;
     let cpuStart: { usage: NodeJS.CpuUsage; machine: { busy: number; total: number }; threads: { main: number; mailWriter: number } | null; at: number } | undefined;
     let cpuCores: number | null = null;
     let mainCores: number | null = null;
@@ -1238,6 +1261,7 @@ async function main(): Promise<number> {
           if (phase === 'measure') {
             eluStart = performance.eventLoopUtilization();
             threadEluStart.driver = driverThread?.performance.eventLoopUtilization();
+            benchThreadCpuStart = benchThreadsCpuMs(benchTids);
             threadEluStart.sandbox = sandboxThread?.performance.eventLoopUtilization();
             threadEluStart.receiver = receiverThread?.performance.eventLoopUtilization();
             cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), threads: serverThreadsCpuMs(), at: performance.now() };
@@ -1262,6 +1286,12 @@ async function main(): Promise<number> {
             threadEluWindow.sandbox = threadElu(sandboxThread, threadEluStart.sandbox);
             threadEluWindow.receiver = threadElu(receiverThread, threadEluStart.receiver);
             const wallMs = performance.now() - cpuStart.at;
+            if (benchThreadCpuStart) {
+              const start = benchThreadCpuStart;
+              const end = benchThreadsCpuMs(benchTids);
+              const cores = (t: BenchThread) => (start[t] !== null && end[t] !== null ? (end[t]! - start[t]!) / wallMs : null);
+              benchThreadCores = { driver: cores('driver'), sandbox: cores('sandbox'), receiver: cores('receiver') };
+            }
             const used = process.cpuUsage(cpuStart.usage);
             cpuCores = (used.user + used.system) / 1000 / wallMs;
             const m = machineCpu();
@@ -1326,6 +1356,9 @@ async function main(): Promise<number> {
         (stop) => {
           stopDriver = stop;
           if (interrupted) stop();
+        },
+        (tid) => {
+          benchTids.driver ??= tid;
         },
       );
     } finally {
@@ -1497,6 +1530,15 @@ async function main(): Promise<number> {
     const postgresCores = pgCores as number | null;
     const postgresCpuMsPerFlow = postgresCores !== null ? perFlow(postgresCores * windowMs) : null;
     const machineCpuMsPerFlow = machineCores !== null ? perFlow(machineCores * windowMs) : null;
+    // Set in the driver's phase callback, like mainCores.
+    const threadCores = benchThreadCores as Record<BenchThread, number | null> | null;
+    const benchThreadsPerFlow = threadCores
+      ? {
+          driver: threadCores.driver === null ? null : perFlow(threadCores.driver * windowMs),
+          sandbox: threadCores.sandbox === null ? null : perFlow(threadCores.sandbox * windowMs),
+          receiver: threadCores.receiver === null ? null : perFlow(threadCores.receiver * windowMs),
+        }
+      : null;
     const cpus = os.cpus().length;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
     const writesPerFlow = perFlow(dbWritesInWindow as number | null);
@@ -1768,6 +1810,7 @@ async function main(): Promise<number> {
         server: {
           main_thread_utilization: eluWindow && opts.processes === null ? Math.round(eluWindow.utilization * 1000) / 1000 : null,
           thread_utilization: threadEluWindow,
+          bench_threads_cpu_ms_per_flow: benchThreadsPerFlow,
           server_thread_cpu_cores: mainCores === null ? null : Math.round(mainCores * 100) / 100,
           server_cpu_ms_per_flow: cpuMsPerFlow,
           server_cpu_ms_per_flow_by_thread: threadCpuMs === null ? null : { main: perFlow(threadCpuMs.main)!, mail_writer: perFlow(threadCpuMs.mail_writer)! },

@@ -1,11 +1,12 @@
 /**
  * The provider sandbox (src/sandbox/server.ts: the NMI-compatible card gateway) in its own worker
  * thread of the bench process, so its HTTP handling and ledger work run on their own event loop
- * and not on the server's. Posts `{ type: 'ready', url }`; on `{ type: 'close' }` closes the
+ * and not on the server's. Posts `{ type: 'ready', url, tid }` (tid: its kernel thread id, for its CPU); on `{ type: 'close' }` closes the
  * sandbox and posts `{ type: 'closed' }`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { startSandbox } from '../src/sandbox/server.ts';
+import { ownThreadId } from './sched.ts';
 
 const port = parentPort!;
 const { slowMs } = workerData as { slowMs: number };
@@ -17,4 +18,4 @@ port.on('message', (m: { type?: string }) => {
     port.close();
   });
 });
-port.postMessage({ type: 'ready', url: sandbox.url });
+port.postMessage({ type: 'ready', url: sandbox.url, tid: ownThreadId() });

@@ -9,6 +9,19 @@
  */
 import fs from 'node:fs';
 
+/**
+ * The calling thread's kernel id (`/proc/thread-self` links to `<pid>/task/<tid>`), so that a
+ * worker thread can tell the bench which task's counters are its own; null off Linux.
+ */
+export function ownThreadId(): number | null {
+  try {
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+    return Number.isInteger(tid) && tid > 0 ? tid : null;
+  } catch {
+    return null;
+  }
+}
+
 /** One task's counters, ns: time on a CPU and time runnable on a run queue, since it started. */
 export interface SchedTimes {
   runNs: number;

@@ -123,7 +123,7 @@ export interface StepTotals {
 }
 
 export type DriverMessage =
-  | { type: 'phase'; phase: 'measure' | 'drain' | 'done'; at: number }
+  | { type: 'phase'; phase: 'measure' | 'drain' | 'done'; at: number; /** The driver thread's kernel id (its CPU is read from it). */ tid: number | null }
   | {
       type: 'progress';
       phase: 'warmup' | 'measure' | 'drain';

@@ -132,6 +132,15 @@ describe('bench --scenario', () => {
     expect(rep.scenario).toBe('threeds');
     // The default client: HTTP/1.1 on the driver's own kept-alive sockets (bench/raw-http.ts).
     expect(rep.parameters.client).toMatch(/^raw: /);
+    // Each bench thread's own CPU over the window, read from its kernel task (Linux).
+    if (process.platform === 'linux') {
+      const threads = rep.results.server.bench_threads_cpu_ms_per_flow;
+      for (const t of ['driver', 'sandbox', 'receiver']) {
+        expect(typeof threads?.[t], explain(r)).toBe('number');
+        expect(threads[t]).toBeGreaterThanOrEqual(0);
+      }
+      expect(r.stdout).toMatch(/\(CPU per funnel: driver [\d.]+ ms, sandbox [\d.]+ ms, receiver [\d.]+ ms\)/);
+    }
     // The default mail dir: a directory on tmpfs where the machine has one (the mail check below says every mail was written there), removed after the run.
     expect(rep.parameters.mailDir).toBe(defaultMailDir());
     if (tmpfsRoot()) {

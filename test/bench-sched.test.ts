@@ -4,7 +4,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { parseProcStat, parseSchedstat, readCpuTicks, readSchedstat, schedSnapshot, stealShare, waitBetween } from '../bench/sched.ts';
+import { statCpuMs } from '../bench/server-processes.ts';
+import { ownThreadId, parseProcStat, parseSchedstat, readCpuTicks, readSchedstat, schedSnapshot, stealShare, waitBetween } from '../bench/sched.ts';
 
 const linux = process.platform === 'linux';
 
@@ -52,6 +53,29 @@ describe('schedstat', () => {
     const after = readSchedstat(`/proc/${process.pid}/schedstat`)!;
     // The worker spun for 300 ms; the main thread, waiting for it in its event loop, ran far less.
     expect((after.runNs - before.runNs) / 1e6).toBeLessThan(200);
+  });
+});
+
+describe('a thread\'s own id', () => {
+  it.skipIf(!linux)('is the process id on the main thread; a worker thread\'s is its own task, whose CPU is its spinning', async () => {
+    expect(ownThreadId()).toBe(process.pid);
+    const src = `
+      const { parentPort } = require('node:worker_threads');
+      const fs = require('node:fs');
+      const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+      parentPort.once('message', () => { const t = Date.now() + 300; while (Date.now() < t) {} parentPort.postMessage('spun'); });
+      parentPort.postMessage(tid);`;
+    // The same reading as ownThreadId(), made inside the thread (an eval'd worker cannot import the .ts module).
+    const worker = new Worker(src, { eval: true });
+    const tid = await new Promise<number>((resolve) => worker.once('message', resolve));
+    expect(tid).not.toBe(process.pid);
+    const before = statCpuMs(`/proc/self/task/${tid}/stat`)!;
+    worker.postMessage('spin');
+    await new Promise((resolve) => worker.once('message', resolve));
+    const after = statCpuMs(`/proc/self/task/${tid}/stat`)!;
+    await worker.terminate();
+    // 300 ms of spinning, read in 10-ms clock ticks; a loaded machine may give the thread far less than a core.
+    expect(after - before).toBeGreaterThan(30);
   });
 });
 
