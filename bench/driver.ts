@@ -7,7 +7,8 @@
  * `extpay` and `threeds` funnels at extpayFlow and threedsFlow):
  *   POST /checkout/leads → POST /checkout/orders/payment (card, charged on the sandbox gateway)
  *   → POST /checkout/orders/upsell (the $9 guide, charged on the saved card) → POST /checkout/orders/complete
- * over node:http with keep-alive (plain-http.ts; `--client sdk`: the typed client over fetch); the
+ * as HTTP/1.1 on the driver's own kept-alive sockets (raw-http.ts; `--client http`: node:http with
+ * keep-alive, plain-http.ts; `--client sdk`: the typed client over fetch); the
  * provider's pages (sandbox) with plain fetch, redirects not followed, as a browser's requests. A flow is measured when it *starts* inside
  * the measured window; all of its requests are then recorded, and flows still in flight at
  * the end of the window are finished (drain) before the result is posted.

@@ -1,5 +1,5 @@
 /**
- * `--client http` (the default): the driver's API calls over node:http with a keep-alive agent,
+ * `--client http` (the default until raw-http.ts): the driver's API calls over node:http with a keep-alive agent,
  * JSON in and out, in the shape the typed client's `api.POST` answers (`data` on 2xx, `error`
  * otherwise, and the status). The typed client (`--client sdk`: openapi-fetch over fetch) costs the
  * driver's thread several times more per request (Request and Response objects, web streams,
