@@ -16,8 +16,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv } from '../src/cli/cluster.ts';
+import v8 from 'node:v8';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv, applyApiHeapGrowth } from '../src/cli/cluster.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -210,6 +211,19 @@ describe('the node flags of an API process', () => {
     expect(apiProcessExecArgv(['--max-semi-space-size=16'], undefined)).toEqual(['--max-semi-space-size=16', growing]);
     expect(apiProcessExecArgv([], '--inspect --max_semi_space_size=32')).toEqual([growing]);
     expect(apiProcessExecArgv(['--heap_growing_percent=100'], undefined)).toEqual(['--heap_growing_percent=100', `--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
+  });
+  it("sets the old generation's growth in a serve that is its own API process, unless the user gave it", () => {
+    const set = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => {});
+    try {
+      expect(applyApiHeapGrowth(['--enable-source-maps'], '--max-semi-space-size=8')).toBe(true);
+      expect(set).toHaveBeenCalledWith(growing);
+      set.mockClear();
+      expect(applyApiHeapGrowth(['--heap-growing-percent=100'], undefined)).toBe(false);
+      expect(applyApiHeapGrowth([], '--heap_growing_percent=50')).toBe(false);
+      expect(set).not.toHaveBeenCalled();
+    } finally {
+      set.mockRestore();
+    }
   });
 });
 

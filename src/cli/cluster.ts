@@ -6,6 +6,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
+import v8 from 'node:v8';
 import type { Logger } from 'pino';
 import { StartupError } from '../app/runtime.ts';
 
@@ -67,6 +68,19 @@ export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: str
     ...(given('max-semi-space-size') ? [] : [`--max-semi-space-size=${API_SEMI_SPACE_MB}`]),
     ...(given('heap-growing-percent') ? [] : [`--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`]),
   ];
+}
+
+/**
+ * `serve` as one process that serves the API itself (`--processes 1`): it was not started with an
+ * API child's flags, and V8 reads the young generation's size only at start-up, but the old
+ * generation's growth at every full collection: that one is set now, unless the user gave it.
+ * Returns whether it was set.
+ */
+export function applyApiHeapGrowth(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+  const flags = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)];
+  if (flags.some((f) => /^--heap[-_]growing[-_]percent\b/.test(f))) return false;
+  v8.setFlagsFromString(`--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`);
+  return true;
 }
 
 /** A child that lived this long before dying is not "crashing at start": it is replaced at once. */

@@ -16,7 +16,7 @@ import { isDatabaseUnavailable } from '../db/faults.ts';
 import { tokenView } from '../modules/teams/service.ts';
 import { startWorker } from '../worker/worker.ts';
 import { banner, type PrintedToken } from './banner.ts';
-import { resolveProcessCount, superviseApiProcesses } from './cluster.ts';
+import { applyApiHeapGrowth, resolveProcessCount, superviseApiProcesses } from './cluster.ts';
 import { type ControlServer, startControlServer } from './control.ts';
 
 /** The name of the token `start` prints for the demo team. */
@@ -131,6 +131,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
       }
     } else if (n.count > 1) {
       return servePrimary(opts, config, n.count);
+    } else if (config.databaseUrl) {
+      // One API process on PostgreSQL: an API child's old-generation growth (cluster.ts).
+      applyApiHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
     }
   }
   return serveOne(opts, config, false);
