@@ -98,7 +98,7 @@ const cs = {
       : plainApi(input.baseUrl, input.token))) as Pick<Checkstand['api'], 'POST'>,
 };
 /** The raw client times its requests out itself: no AbortSignal (and its timer) per request. */
-const callSignal = (): AbortSignal | undefined => (input.client === 'raw' ? undefined : AbortSignal.timeout(input.requestTimeoutMs));
+const callSignal = (): AbortSignal | undefined => (raw ? undefined : AbortSignal.timeout(input.requestTimeoutMs));
 
 /** Times one call; the body is always read (openapi-fetch parses it), so the socket goes back to the pool. */
 async function call(send: (signal: AbortSignal | undefined) => Promise<{ data?: unknown; error?: unknown; response: { status: number } }>): Promise<Answer> {

@@ -19,6 +19,22 @@ export interface PostOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * An answer in the typed client's shape: its text parsed as JSON when the content type says so
+ * (and it parses), as `data` on a 2xx and `error` otherwise. Shared by both plain clients.
+ */
+export function plainAnswer(status: number, contentType: string | undefined, text: string): PlainAnswer {
+  let body: unknown = text;
+  if ((contentType ?? '').includes('json') && text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON after all: the text is the body
+    }
+  }
+  return status >= 200 && status < 300 ? { data: body, response: { status } } : { error: body, response: { status } };
+}
+
 export function plainApi(baseUrl: string, token: string): { POST(path: string, opts: PostOptions): Promise<PlainAnswer> } {
   const base = new URL(baseUrl);
   const agent = new http.Agent({ keepAlive: true });
@@ -41,19 +57,7 @@ export function plainApi(baseUrl: string, token: string): { POST(path: string, o
             const chunks: Buffer[] = [];
             res.on('data', (c: Buffer) => chunks.push(c));
             res.on('error', reject);
-            res.on('end', () => {
-              const status = res.statusCode ?? 0;
-              const text = Buffer.concat(chunks).toString('utf8');
-              let body: unknown = text;
-              if ((res.headers['content-type'] ?? '').includes('json') && text) {
-                try {
-                  body = JSON.parse(text);
-                } catch {
-                  // not JSON after all: the text is the body
-                }
-              }
-              resolve(status >= 200 && status < 300 ? { data: body, response: { status } } : { error: body, response: { status } });
-            });
+            res.on('end', () => resolve(plainAnswer(res.statusCode ?? 0, res.headers['content-type'], Buffer.concat(chunks).toString('utf8'))));
           },
         );
         req.on('error', reject);

@@ -14,7 +14,7 @@
  * closes or fails before the answer is whole rejects with the socket's error (or ECONNRESET).
  */
 import net from 'node:net';
-import type { PlainAnswer, PostOptions } from './plain-http.ts';
+import { type PlainAnswer, plainAnswer, type PostOptions } from './plain-http.ts';
 
 const CRLF_CRLF = Buffer.from('\r\n\r\n');
 
@@ -92,7 +92,7 @@ class Connection {
   private head: Head | null = null;
   private bodyStart = 0;
   private pending: Pending | null = null;
-  closed = false;
+  private closed = false;
 
   constructor(
     readonly socket: net.Socket,
@@ -163,21 +163,12 @@ class Connection {
     this.head = null;
     this.buf = Buffer.alloc(0);
     this.socket.setTimeout(0);
-    const text = body.toString('utf8');
-    let parsed: unknown = text;
-    if ((headers.get('content-type') ?? '').includes('json') && text) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // not JSON after all: the text is the body
-      }
-    }
     if ((headers.get('connection') ?? '').toLowerCase() === 'close') {
       this.closed = true;
       this.onGone(this);
       this.socket.end();
     } else this.onIdle(this);
-    p.resolve(status >= 200 && status < 300 ? { data: parsed, response: { status } } : { error: parsed, response: { status } });
+    p.resolve(plainAnswer(status, headers.get('content-type'), body.toString('utf8')));
   }
 }
 
@@ -208,8 +199,8 @@ export function rawApi(
       }
       const request = `${head}\r\n${payload}`;
       return new Promise<PlainAnswer>((resolve, reject) => {
+        // A closed connection has already left the idle list (gone()).
         let conn = idle.pop();
-        while (conn?.closed) conn = idle.pop();
         if (!conn) {
           const socket = net.connect({ host, port });
           conn = new Connection(socket, timeoutMs, (c) => idle.push(c), gone);
