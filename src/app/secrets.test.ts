@@ -30,7 +30,7 @@ describe('SealedValues', () => {
     expect(values.size).toBe(0);
   });
 
-  it('keeps at most max values, dropping the oldest first', () => {
+  it('keeps at most max values, dropping the least recently used first', () => {
     const values = new SealedValues(secrets, (plaintext) => ({ plaintext }), 3);
     const sealed = ['a', 'b', 'c', 'd'].map((p) => secrets.encrypt(p));
     const opened = sealed.map((s) => values.get(s));

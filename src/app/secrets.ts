@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { LRUCache } from 'lru-cache';
 
 /**
  * The service's master key: AES-256-GCM for provider credentials at rest, and the key of
@@ -57,24 +58,25 @@ export const SEALED_VALUES_MAX = 2_000;
  * parse or the signer's key decoding: 2–3 % of the API thread in the bench's profile, issue 13).
  * Keyed by the sealed text itself, which `encrypt()` makes anew (a random IV) for every value
  * stored: a rotated secret or changed credentials are another key, opened afresh; the old entry
- * is never used again and falls out when the map is full (oldest first). A value that does not
+ * is never used again and falls out when the cache is full (least recently used first). A value that does not
  * open (sealed under another key) throws as `decrypt()` does and is not kept. The plaintexts stay
  * in this process's memory, as the master key that opens them does.
  */
-export class SealedValues<T> {
-  private readonly opened = new Map<string, T>();
+export class SealedValues<T extends NonNullable<unknown>> {
+  private readonly opened: LRUCache<string, T>;
 
   constructor(
     private readonly secrets: Secrets,
     private readonly open: (plaintext: string) => T,
-    private readonly max = SEALED_VALUES_MAX,
-  ) {}
+    max = SEALED_VALUES_MAX,
+  ) {
+    this.opened = new LRUCache<string, T>({ max });
+  }
 
   get(sealed: string): T {
     const kept = this.opened.get(sealed);
     if (kept !== undefined) return kept;
     const value = this.open(this.secrets.decrypt(sealed));
-    if (this.opened.size >= this.max) this.opened.delete(this.opened.keys().next().value as string);
     this.opened.set(sealed, value);
     return value;
   }

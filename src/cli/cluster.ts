@@ -59,10 +59,15 @@ export const API_SEMI_SPACE_MB = 4;
  */
 export const API_HEAP_GROWING_PERCENT = 75;
 
+/** Whether the user gave V8 flag `name` (dashes or underscores), as a node flag or in NODE_OPTIONS. */
+function flagGiven(name: string, execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+  const pattern = new RegExp(`^--${name.replace(/-/g, '[-_]')}\\b`);
+  return [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((f) => pattern.test(f));
+}
+
 /** The node flags of an API child: the primary's own, plus the young generation's size and the old one's growth unless given. */
 export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
-  const flags = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)];
-  const given = (name: string) => flags.some((f) => new RegExp(`^--${name.replace(/-/g, '[-_]')}\\b`).test(f));
+  const given = (name: string) => flagGiven(name, execArgv, nodeOptions);
   return [
     ...execArgv,
     ...(given('max-semi-space-size') ? [] : [`--max-semi-space-size=${API_SEMI_SPACE_MB}`]),
@@ -77,8 +82,7 @@ export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: str
  * Returns whether it was set.
  */
 export function applyApiHeapGrowth(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
-  const flags = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)];
-  if (flags.some((f) => /^--heap[-_]growing[-_]percent\b/.test(f))) return false;
+  if (flagGiven('heap-growing-percent', execArgv, nodeOptions)) return false;
   v8.setFlagsFromString(`--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`);
   return true;
 }
