@@ -18,7 +18,7 @@ import path from 'node:path';
 import pg from 'pg';
 import v8 from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv, applyApiHeapGrowth } from '../src/cli/cluster.ts';
+import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv, applyHeapGrowth } from '../src/cli/cluster.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -215,11 +215,11 @@ describe('the node flags of an API process', () => {
   it("sets the old generation's growth in a serve that is its own API process, unless the user gave it", () => {
     const set = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => {});
     try {
-      expect(applyApiHeapGrowth(['--enable-source-maps'], '--max-semi-space-size=8')).toBe(true);
+      expect(applyHeapGrowth(['--enable-source-maps'], '--max-semi-space-size=8')).toBe(true);
       expect(set).toHaveBeenCalledWith(growing);
       set.mockClear();
-      expect(applyApiHeapGrowth(['--heap-growing-percent=100'], undefined)).toBe(false);
-      expect(applyApiHeapGrowth([], '--heap_growing_percent=50')).toBe(false);
+      expect(applyHeapGrowth(['--heap-growing-percent=100'], undefined)).toBe(false);
+      expect(applyHeapGrowth([], '--heap_growing_percent=50')).toBe(false);
       expect(set).not.toHaveBeenCalled();
     } finally {
       set.mockRestore();

@@ -76,12 +76,13 @@ export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: str
 }
 
 /**
- * `serve` as one process that serves the API itself (`--processes 1`): it was not started with an
- * API child's flags, and V8 reads the young generation's size only at start-up, but the old
+ * A long-running server process on PostgreSQL that nobody started with an API child's flags:
+ * `serve --processes 1` (it serves the API itself), serve's primary when it runs the outbox worker,
+ * and `checkstand worker`. V8 reads the young generation's size only at start-up, but the old
  * generation's growth at every full collection: that one is set now, unless the user gave it.
  * Returns whether it was set.
  */
-export function applyApiHeapGrowth(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+export function applyHeapGrowth(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
   if (flagGiven('heap-growing-percent', execArgv, nodeOptions)) return false;
   v8.setFlagsFromString(`--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`);
   return true;

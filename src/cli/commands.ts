@@ -10,6 +10,7 @@ import { sandboxOptionsFromEnv, startSandbox } from '../sandbox/server.ts';
 import { startWorkerMetrics } from '../worker/metrics-server.ts';
 import { startWorker } from '../worker/worker.ts';
 import { seedSummary } from './banner.ts';
+import { applyHeapGrowth } from './cluster.ts';
 import { surviveDatabaseOutages } from './serve.ts';
 
 async function withRuntime<T>(fn: (rt: Runtime) => Promise<T>, opts: { migrate?: boolean } = {}): Promise<T> {
@@ -38,6 +39,8 @@ export async function sandbox(): Promise<void> {
 }
 
 export async function worker(): Promise<void> {
+  // A process that runs for as long as the API does: an API process's old-generation growth (cluster.ts).
+  applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
   const rt = await openRuntime();
   surviveDatabaseOutages(rt.log);
   const w = startWorker(rt.ctx, rt.log);

@@ -16,7 +16,7 @@ import { isDatabaseUnavailable } from '../db/faults.ts';
 import { tokenView } from '../modules/teams/service.ts';
 import { startWorker } from '../worker/worker.ts';
 import { banner, type PrintedToken } from './banner.ts';
-import { applyApiHeapGrowth, resolveProcessCount, superviseApiProcesses } from './cluster.ts';
+import { applyHeapGrowth, resolveProcessCount, superviseApiProcesses } from './cluster.ts';
 import { type ControlServer, startControlServer } from './control.ts';
 
 /** The name of the token `start` prints for the demo team. */
@@ -133,7 +133,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       return servePrimary(opts, config, n.count);
     } else if (config.databaseUrl) {
       // One API process on PostgreSQL: an API child's old-generation growth (cluster.ts).
-      applyApiHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
+      applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
     }
   }
   return serveOne(opts, config, false);
@@ -158,6 +158,8 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
   }
   const { ctx, log } = rt;
   surviveDatabaseOutages(log);
+  // The primary holds the outbox worker for as long as it runs: its old-generation growth (cluster.ts).
+  if (opts.worker) applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
   const worker = opts.worker ? startWorker(ctx, log) : undefined;
   if (!worker) await rt.close();
   await release();
