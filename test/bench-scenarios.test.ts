@@ -115,6 +115,9 @@ describe('bench --scenario', () => {
     expect(rep.results.server.db_statements_per_flow).toBeGreaterThan(0);
     expect(rep.results.server.db_statements_per_flow_by_source).toBeNull();
     expect(rep.targets.sql_statements_per_flow.measured).toBe('? (not counted apart without a warm-up)');
+    // In process the RSS is the whole bench's (its own threads and heaps too): reported, not judged against a server's target.
+    expect(rep.targets.rss_mb.measured).toMatch(/^\d+ MB \(whole bench process; a server's alone: --processes\)$/);
+    expect(rep.targets.rss_mb.met).toBeNull();
     // Embedded: the database's CPU is the server's; the machine's CPU per funnel and the ceiling it sets are still reported.
     expect(rep.results.server.postgres_cpu_ms_per_flow).toBeNull();
     expect(rep.results.server.machine_cpu_ms_per_flow).toBeGreaterThan(0);
@@ -232,6 +235,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes N --workers M
     const byProcess = Object.keys(srv.cpu_ms_per_flow_by_process ?? {}).map((k) => k.split(' ')[0]).sort();
     expect(byProcess, explain(r)).toEqual(['api', 'worker']);
     expect(Object.keys(srv.rss_mb.per_process).some((k) => k.startsWith('worker '))).toBe(true);
+    // Each server process measured apart: the RSS target is judged (on the largest).
+    expect(rep.targets.rss_mb.measured).toMatch(/^\d+ MB \(largest\)$/);
+    expect(typeof rep.targets.rss_mb.met).toBe('boolean');
     expect(r.stdout).toContain('checkstand serve --processes 1 + 1 × checkstand worker (1 API process + 1 worker process');
     // PostgreSQL runs on this machine (CI's and this suite's): its processes' CPU over the window, per funnel, part of the machine's.
     expect(srv.postgres_cpu_ms_per_flow, explain(r)).toBeGreaterThan(0);
