@@ -520,4 +520,23 @@ describe('mergeDeferred', () => {
     expect(merged!.sql).toBe('with "deferred_0" as (insert into "a" ("x", "y$1") values ($1, \'$2 isn\'\'t a placeholder\')) insert into "b" ("z", "w") values ($2, now() + $3::int * interval \'1 millisecond\')');
     expect(merged!.parameters).toEqual([1, 2, 3]);
   });
+
+  it('answers the same texts with the same statement each time (remembered), with each call\'s own values, and other texts or orders with their own', () => {
+    const a = { ...CompiledQuery.raw('insert into "a" ("x") values ($1)', [1]), query: insertNode };
+    const b = { ...CompiledQuery.raw('insert into "b" ("y", "z") values ($1, $2)', [2, 3]), query: insertNode };
+    const into = { ...CompiledQuery.raw('select * from "c" where "id" = $1', [4]), query: { kind: 'SelectQueryNode' } as unknown as CompiledQuery['query'] };
+    const first = mergeDeferred([a, b], into)!;
+    expect(first.sql).toBe('with "deferred_0" as (insert into "a" ("x") values ($1)), "deferred_1" as (insert into "b" ("y", "z") values ($2, $3)) select * from "c" where "id" = $4');
+    // The same texts with other values: the same statement, these values.
+    const again = mergeDeferred([{ ...a, parameters: [10] }, { ...b, parameters: [20, 30] }], { ...into, parameters: [40] })!;
+    expect(again.sql).toBe(first.sql);
+    expect(again.parameters).toEqual([10, 20, 30, 40]);
+    // Without the statement carrying them, or in the other order: other statements, numbered their own way.
+    expect(mergeDeferred([a, b])!.sql).toBe('with "deferred_0" as (insert into "a" ("x") values ($1)) insert into "b" ("y", "z") values ($2, $3)');
+    expect(mergeDeferred([b, a])!.sql).toBe('with "deferred_0" as (insert into "b" ("y", "z") values ($1, $2)) insert into "a" ("x") values ($3)');
+    // A text that cannot be renumbered is refused every time, not only the first.
+    const commented = { ...CompiledQuery.raw('insert into "d" ("x") values ($1) -- note', [5]), query: insertNode };
+    expect(mergeDeferred([commented, a])).toBeNull();
+    expect(mergeDeferred([commented, a])).toBeNull();
+  });
 });

@@ -109,27 +109,74 @@ function renumber(compiled: CompiledQuery, offset: number): string | null {
  * own, or the failure of one of the writes (which aborts the transaction as it would have anyway).
  */
 export function mergeDeferred(held: readonly CompiledQuery[], into?: CompiledQuery): { sql: string; parameters: readonly unknown[] } | null {
+  const sql = mergedText(held, into);
+  if (sql === null) return null;
   const parameters: unknown[] = [];
+  for (const c of held) parameters.push(...c.parameters);
+  if (into) parameters.push(...into.parameters);
+  return { sql, parameters };
+}
+
+/**
+ * The merged statement's text, remembered by the texts it is made of (in a tree of maps keyed by
+ * each text in turn, then by `into`'s: a hot path merges the same few texts, each the same string
+ * every time, so no key is built and hashed anew). Remembering also hands out the same string for the
+ * same statement, whose hash the statement names' map (statement-names.ts) then has already: a text
+ * built afresh on every call was hashed there, whole, every time.
+ */
+function mergedText(held: readonly CompiledQuery[], into: CompiledQuery | undefined): string | null {
+  let node = MERGED;
+  for (const c of held) {
+    let next = node.then.get(c.sql);
+    if (!next) {
+      if (mergedCount >= MEMO_MAX) {
+        MERGED = node = { then: new Map(), done: new Map() };
+        mergedCount = 0;
+      }
+      node.then.set(c.sql, (next = { then: new Map(), done: new Map() }));
+      mergedCount++;
+    }
+    node = next;
+  }
+  const last = into?.sql ?? '';
+  let text = node.done.get(last);
+  if (text === undefined) {
+    node.done.set(last, (text = composeMerged(held, into)));
+    mergedCount++;
+  }
+  return text;
+}
+
+interface MergedNode {
+  then: Map<string, MergedNode>;
+  /** By `into`'s text ('' without one): the merged text, or null when it cannot be made. */
+  done: Map<string, string | null>;
+}
+
+let MERGED: MergedNode = { then: new Map(), done: new Map() };
+let mergedCount = 0;
+
+function composeMerged(held: readonly CompiledQuery[], into: CompiledQuery | undefined): string | null {
+  let offset = 0;
   const parts: string[] = [];
   for (const c of held) {
-    const text = renumbered(c, parameters.length);
+    const text = renumbered(c, offset);
     if (text === null) return null;
-    parameters.push(...c.parameters);
+    offset += c.parameters.length;
     parts.push(text);
   }
   let last: string;
   if (into) {
-    const text = renumbered(into, parameters.length);
+    const text = renumbered(into, offset);
     if (text === null) return null;
-    parameters.push(...into.parameters);
     last = text;
   } else {
     last = parts.pop()!;
   }
   const ctes = parts.map((p, i) => `"deferred_${i}" as (${p})`).join(', ');
   // A statement with CTEs of its own keeps them, after the deferred writes' (absorbsDeferred: not recursive).
-  if (into?.query && (into.query as { with?: unknown }).with) return { sql: `with ${ctes}, ${last.slice('with '.length)}`, parameters };
-  return { sql: `with ${ctes} ${last}`, parameters };
+  if (into?.query && (into.query as { with?: unknown }).with) return `with ${ctes}, ${last.slice('with '.length)}`;
+  return `with ${ctes} ${last}`;
 }
 
 /**
