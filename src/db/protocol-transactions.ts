@@ -141,12 +141,38 @@ export function sendFlushed(client: pg.ClientBase, config: { text: string; value
   return query.answer;
 }
 
+/**
+ * A statement sent as node-postgres sends any (with its Sync: it commits on its own), built from its
+ * text like FlushQuery so that its config is not copied property by property, its answer a promise
+ * of its own (node-postgres's for a config object is a second promise chained to the first).
+ */
+class PlainQuery extends BaseQuery {
+  readonly answer: Promise<pg.QueryResult>;
+
+  constructor(config: { text: string; values: unknown[]; name?: string }) {
+    super(config.text);
+    this.values = config.values;
+    this.name = config.name;
+    this.answer = new Promise((resolve, reject) => {
+      (this as { callback?: unknown }).callback = (err: unknown, res: pg.QueryResult) => (err ? reject(err) : resolve(res));
+    });
+  }
+}
+
+/** Sends a statement on the client with its Sync (outside a protocol transaction); its answer. */
+export function sendPlain(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }): Promise<pg.QueryResult> {
+  const query = new PlainQuery(config);
+  client.query(query as unknown as pg.QueryConfig);
+  return query.answer;
+}
+
 /** The Sync alone: commits the protocol transaction (or ends one PostgreSQL already aborted). */
 export class SyncQuery extends BaseQuery {
   readonly answer: Promise<void>;
 
   constructor() {
-    super({ text: 'sync' });
+    // A text, not a config object: node-postgres copies an object property by property (see FlushQuery).
+    super('sync');
     this.answer = new Promise((resolve, reject) => {
       (this as { callback?: unknown }).callback = (err: unknown) => (err ? reject(err) : resolve());
     });

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { sendFlushed } from './protocol-transactions.ts';
+import { sendFlushed, sendPlain } from './protocol-transactions.ts';
 
 /**
  * Named (prepared) statements. node-postgres sends a statement without a name as Parse, Bind and
@@ -78,7 +78,7 @@ export class ConnectionStatements {
   query(client: pg.ClientBase, text: string, values: unknown[], inProtocolTransaction?: (err: unknown) => void): Promise<pg.QueryResult> {
     const n = values.length > 0 ? this.names.numberOf(text) : undefined;
     const config = n === undefined ? { text, values } : { name: this.prefix + n.toString(36), text, values };
-    const answer = inProtocolTransaction ? sendFlushed(client, config, inProtocolTransaction, false) : client.query(config);
+    const answer = inProtocolTransaction ? sendFlushed(client, config, inProtocolTransaction, false) : sendPlain(client, config);
     answer.catch((err: unknown) => {
       if (isStalePlan(err)) this.prefix = this.names.prefix();
     });
