@@ -41,6 +41,7 @@ interface ClientInternals {
 }
 
 type QueryCtor = new (config: unknown) => Record<string, any>;
+type StatementConfig = { text: string; values: unknown[]; name?: string };
 const BaseQuery = (pg as unknown as { Query: QueryCtor }).Query;
 
 /** An error of a statement that PostgreSQL skipped: one before it in the transaction was refused. */
@@ -51,26 +52,36 @@ export class TransactionAbortedError extends Error {
   }
 }
 
-/** A statement of a protocol transaction: sent with Flush, finished at its CommandComplete. */
-export class FlushQuery extends BaseQuery {
+/**
+ * A statement sent as node-postgres sends any (with its Sync: it commits on its own). Built from its
+ * text alone, then given its values and name: node-postgres copies a config object property by
+ * property (cloneQueryConfig, 1–2 % of the API thread in the bench's profile). Its answer is a
+ * promise of its own (node-postgres's for a config object is a second promise chained to the first).
+ */
+class PlainQuery extends BaseQuery {
   readonly answer: Promise<pg.QueryResult>;
 
+  constructor(config: StatementConfig) {
+    super(config.text);
+    this.values = config.values;
+    this.name = config.name;
+    this.answer = new Promise((resolve, reject) => {
+      (this as { callback?: unknown }).callback = (err: unknown, res: pg.QueryResult) => (err ? reject(err) : resolve(res));
+    });
+  }
+}
+
+/** A statement of a protocol transaction: sent with Flush, finished at its CommandComplete. */
+export class FlushQuery extends PlainQuery {
   constructor(
-    config: { text: string; values: unknown[]; name?: string },
+    config: StatementConfig,
     private readonly client: pg.ClientBase,
     private readonly onFailure: (err: unknown) => void,
     /** false: no Flush of its own, the caller writes one after the last statement it sends together. */
     private readonly flushes = true,
   ) {
-    // Built from its text alone, then given its values and name: node-postgres copies a config
-    // object property by property (cloneQueryConfig, 1–2 % of the API thread in the bench's profile).
-    super(config.text);
-    this.values = config.values;
-    this.name = config.name;
+    super(config);
     this.queryMode = 'extended';
-    this.answer = new Promise((resolve, reject) => {
-      (this as { callback?: unknown }).callback = (err: unknown, res: pg.QueryResult) => (err ? reject(err) : resolve(res));
-    });
   }
 
   /**
@@ -135,32 +146,14 @@ export class FlushQuery extends BaseQuery {
 }
 
 /** Sends a statement of a protocol transaction on the client, with Flush (`flushes`: false, the caller writes it); its answer. */
-export function sendFlushed(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }, onFailure: (err: unknown) => void, flushes = true): Promise<pg.QueryResult> {
+export function sendFlushed(client: pg.ClientBase, config: StatementConfig, onFailure: (err: unknown) => void, flushes = true): Promise<pg.QueryResult> {
   const query = new FlushQuery(config, client, onFailure, flushes);
   client.query(query as unknown as pg.QueryConfig);
   return query.answer;
 }
 
-/**
- * A statement sent as node-postgres sends any (with its Sync: it commits on its own), built from its
- * text like FlushQuery so that its config is not copied property by property, its answer a promise
- * of its own (node-postgres's for a config object is a second promise chained to the first).
- */
-class PlainQuery extends BaseQuery {
-  readonly answer: Promise<pg.QueryResult>;
-
-  constructor(config: { text: string; values: unknown[]; name?: string }) {
-    super(config.text);
-    this.values = config.values;
-    this.name = config.name;
-    this.answer = new Promise((resolve, reject) => {
-      (this as { callback?: unknown }).callback = (err: unknown, res: pg.QueryResult) => (err ? reject(err) : resolve(res));
-    });
-  }
-}
-
 /** Sends a statement on the client with its Sync (outside a protocol transaction); its answer. */
-export function sendPlain(client: pg.ClientBase, config: { text: string; values: unknown[]; name?: string }): Promise<pg.QueryResult> {
+export function sendPlain(client: pg.ClientBase, config: StatementConfig): Promise<pg.QueryResult> {
   const query = new PlainQuery(config);
   client.query(query as unknown as pg.QueryConfig);
   return query.answer;
