@@ -81,11 +81,12 @@ async function answeringPids(port: number, n: number): Promise<Set<number>> {
   return pids;
 }
 
+/** `checkstand <command> …args` (serve unless told), run by node with `nodeFlags`; its stdout and stderr together in `output`. */
 class Serve {
   readonly child: ChildProcess;
   output = '';
-  constructor(args: string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [BIN, 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(args: string[], env: NodeJS.ProcessEnv, opts: { command?: string; nodeFlags?: string[] } = {}) {
+    this.child = spawn(process.execPath, [...(opts.nodeFlags ?? []), BIN, opts.command ?? 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(this.child);
     this.child.once('exit', () => live.delete(this.child));
     this.child.stdout!.on('data', (d: Buffer) => (this.output += String(d)));
@@ -144,7 +145,7 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
   });
 
   it('answers on one port from two processes, replaces a killed one, and stops on SIGTERM with exit 0', async () => {
-    serve = new Serve(['--processes', '2'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(port) });
+    serve = new Serve(['--processes', '2', '--with-worker'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(port) });
     const primary = serve.child.pid!;
 
     // Ready when the banner (printed once every child listens) is out.
@@ -166,6 +167,8 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     for (const pid of first) expect(cmdline(pid)).toEqual(expect.arrayContaining([`--max-semi-space-size=${API_SEMI_SPACE_MB}`, `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`]));
     expect(cmdline(primary).some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
+    // The primary runs the outbox worker (--with-worker): it set the old generation's growth itself.
+    expect(serve.output).toContain('V8 old-generation growth set (the outbox worker runs in this process)');
 
     // SIGKILL one child: once the primary has seen it die, the port keeps answering (from the
     // other child), and a new child takes its place. (A connection handed to the child in the
@@ -200,6 +203,24 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     const after = await get(port, '/healthz');
     expect('error' in after ? after.error : after.status).toBe('ECONNREFUSED');
   });
+
+  it("a checkstand worker process sets an API process's old-generation growth, unless the user gave it", async () => {
+    const env = { ...baseEnv(), DATABASE_URL: dbUrl, LOG_FORMAT: 'json' };
+    const run = async (nodeFlags: string[]) => {
+      const w = new Serve([], env, { command: 'worker', nodeFlags });
+      const deadline = Date.now() + 60_000;
+      while (!w.output.includes('worker started')) {
+        if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`the worker exited before it started:\n${w.output}`);
+        if (Date.now() > deadline) throw new Error(`the worker did not start within 60 s:\n${w.output}`);
+        await sleep(50);
+      }
+      w.child.kill('SIGTERM');
+      expect(await w.exited(30_000)).toEqual({ code: 0, signal: null });
+      return w.output;
+    };
+    expect(await run([])).toContain(`"v8_flag":"--heap-growing-percent=${API_HEAP_GROWING_PERCENT}"`);
+    expect(await run(['--heap-growing-percent=100'])).not.toContain('"v8_flag"');
+  });
 });
 
 describe('the node flags of an API process', () => {
@@ -215,11 +236,11 @@ describe('the node flags of an API process', () => {
   it("sets the old generation's growth in a serve that is its own API process, unless the user gave it", () => {
     const set = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => {});
     try {
-      expect(applyHeapGrowth(['--enable-source-maps'], '--max-semi-space-size=8')).toBe(true);
+      expect(applyHeapGrowth(['--enable-source-maps'], '--max-semi-space-size=8')).toBe(growing);
       expect(set).toHaveBeenCalledWith(growing);
       set.mockClear();
-      expect(applyHeapGrowth(['--heap-growing-percent=100'], undefined)).toBe(false);
-      expect(applyHeapGrowth([], '--heap_growing_percent=50')).toBe(false);
+      expect(applyHeapGrowth(['--heap-growing-percent=100'], undefined)).toBeNull();
+      expect(applyHeapGrowth([], '--heap_growing_percent=50')).toBeNull();
       expect(set).not.toHaveBeenCalled();
     } finally {
       set.mockRestore();

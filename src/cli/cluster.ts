@@ -80,12 +80,13 @@ export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: str
  * `serve --processes 1` (it serves the API itself), serve's primary when it runs the outbox worker,
  * and `checkstand worker`. V8 reads the young generation's size only at start-up, but the old
  * generation's growth at every full collection: that one is set now, unless the user gave it.
- * Returns whether it was set.
+ * Returns the flag it set (the caller logs it), or null.
  */
-export function applyHeapGrowth(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
-  if (flagGiven('heap-growing-percent', execArgv, nodeOptions)) return false;
-  v8.setFlagsFromString(`--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`);
-  return true;
+export function applyHeapGrowth(execArgv: readonly string[], nodeOptions: string | undefined): string | null {
+  if (flagGiven('heap-growing-percent', execArgv, nodeOptions)) return null;
+  const flag = `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`;
+  v8.setFlagsFromString(flag);
+  return flag;
 }
 
 /** A child that lived this long before dying is not "crashing at start": it is replaced at once. */

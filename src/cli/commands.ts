@@ -39,9 +39,10 @@ export async function sandbox(): Promise<void> {
 }
 
 export async function worker(): Promise<void> {
-  // A process that runs for as long as the API does: an API process's old-generation growth (cluster.ts).
-  applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
   const rt = await openRuntime();
+  // A process that runs for as long as the API does: an API process's old-generation growth (cluster.ts).
+  const growth = applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
+  if (growth) rt.log.info({ v8_flag: growth }, 'V8 old-generation growth set');
   surviveDatabaseOutages(rt.log);
   const w = startWorker(rt.ctx, rt.log);
   const port = rt.config.workerMetricsPort;

@@ -159,7 +159,8 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
   const { ctx, log } = rt;
   surviveDatabaseOutages(log);
   // The primary holds the outbox worker for as long as it runs: its old-generation growth (cluster.ts).
-  if (opts.worker) applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
+  const growth = opts.worker ? applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS) : null;
+  if (growth) log.info({ v8_flag: growth }, 'V8 old-generation growth set (the outbox worker runs in this process)');
   const worker = opts.worker ? startWorker(ctx, log) : undefined;
   if (!worker) await rt.close();
   await release();
