@@ -204,6 +204,19 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     expect('error' in after ? after.error : after.status).toBe('ECONNREFUSED');
   });
 
+  it("serve --processes 1 sets an API child's old-generation growth in its own process", async () => {
+    const one = new Serve(['--processes', '1'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_FORMAT: 'json' });
+    const deadline = Date.now() + 60_000;
+    while (!one.output.includes('Checkstand is running')) {
+      if (one.child.exitCode !== null || one.child.signalCode !== null) throw new Error(`serve exited before it was ready:\n${one.output}`);
+      if (Date.now() > deadline) throw new Error(`serve was not ready within 60 s:\n${one.output}`);
+      await sleep(50);
+    }
+    one.child.kill('SIGTERM');
+    expect(await one.exited(30_000)).toEqual({ code: 0, signal: null });
+    expect(one.output).toContain(`"v8_flag":"--heap-growing-percent=${API_HEAP_GROWING_PERCENT}"`);
+  });
+
   it("a checkstand worker process sets an API process's old-generation growth, unless the user gave it", async () => {
     const env = { ...baseEnv(), DATABASE_URL: dbUrl, LOG_FORMAT: 'json' };
     const run = async (nodeFlags: string[]) => {

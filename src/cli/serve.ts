@@ -133,7 +133,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       return servePrimary(opts, config, n.count);
     } else if (config.databaseUrl) {
       // One API process on PostgreSQL: an API child's old-generation growth (cluster.ts).
-      applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
+      return serveOne(opts, config, false, applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS));
     }
   }
   return serveOne(opts, config, false);
@@ -196,7 +196,8 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
-async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolean): Promise<void> {
+/** `heapGrowth`: the V8 flag serve set at start (applyHeapGrowth), logged once the log is open. */
+async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolean, heapGrowth: string | null = null): Promise<void> {
   // The ports first: a busy one fails the start before the database is opened or anything written.
   const cleanups: Array<() => Promise<unknown>> = [];
   let rt: Runtime | undefined;
@@ -221,6 +222,7 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     rt = await openRuntime({ config, migrate: !clusterChild });
     const { ctx, log } = rt;
     surviveDatabaseOutages(log);
+    if (heapGrowth) log.info({ v8_flag: heapGrowth }, 'V8 old-generation growth set (one API process)');
     const embedded = ctx.store.kind === 'pglite';
     if (sandbox) log.info({ url: sandbox.url }, 'provider sandbox serving (NMI-compatible card gateway)');
 
