@@ -92,6 +92,15 @@ class Serve {
     this.child.stdout!.on('data', (d: Buffer) => (this.output += String(d)));
     this.child.stderr!.on('data', (d: Buffer) => (this.output += String(d)));
   }
+  /** Resolves once its output holds `text`; fails if it exits first or `timeoutMs` passes. */
+  async printed(text: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.output.includes(text)) {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`exited before printing "${text}":\n${this.output}`);
+      if (Date.now() > deadline) throw new Error(`did not print "${text}" within ${timeoutMs} ms:\n${this.output.slice(-3000)}`);
+      await sleep(50);
+    }
+  }
   exited(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     const c = this.child;
     if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve({ code: c.exitCode, signal: c.signalCode });
@@ -206,12 +215,7 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
 
   it("serve --processes 1 sets an API child's old-generation growth in its own process", async () => {
     const one = new Serve(['--processes', '1'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_FORMAT: 'json' });
-    const deadline = Date.now() + 60_000;
-    while (!one.output.includes('Checkstand is running')) {
-      if (one.child.exitCode !== null || one.child.signalCode !== null) throw new Error(`serve exited before it was ready:\n${one.output}`);
-      if (Date.now() > deadline) throw new Error(`serve was not ready within 60 s:\n${one.output}`);
-      await sleep(50);
-    }
+    await one.printed('Checkstand is running', 60_000);
     one.child.kill('SIGTERM');
     expect(await one.exited(30_000)).toEqual({ code: 0, signal: null });
     expect(one.output).toContain(`"v8_flag":"--heap-growing-percent=${API_HEAP_GROWING_PERCENT}"`);
@@ -221,12 +225,7 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     const env = { ...baseEnv(), DATABASE_URL: dbUrl, LOG_FORMAT: 'json' };
     const run = async (nodeFlags: string[]) => {
       const w = new Serve([], env, { command: 'worker', nodeFlags });
-      const deadline = Date.now() + 60_000;
-      while (!w.output.includes('worker started')) {
-        if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`the worker exited before it started:\n${w.output}`);
-        if (Date.now() > deadline) throw new Error(`the worker did not start within 60 s:\n${w.output}`);
-        await sleep(50);
-      }
+      await w.printed('worker started', 60_000);
       w.child.kill('SIGTERM');
       expect(await w.exited(30_000)).toEqual({ code: 0, signal: null });
       return w.output;
