@@ -247,12 +247,13 @@ describe('the node flags of an API process', () => {
   });
   it("sets the old generation's growth in a serve that is its own API process, unless the user gave it", () => {
     const set = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => {});
+    const log = { info: () => {} };
     try {
-      expect(applyHeapGrowth(['--enable-source-maps'], '--max-semi-space-size=8')).toBe(growing);
+      expect(applyHeapGrowth(log, 'one API process', ['--enable-source-maps'], '--max-semi-space-size=8')).toBe(growing);
       expect(set).toHaveBeenCalledWith(growing);
       set.mockClear();
-      expect(applyHeapGrowth(['--heap-growing-percent=100'], undefined)).toBeNull();
-      expect(applyHeapGrowth([], '--heap_growing_percent=50')).toBeNull();
+      expect(applyHeapGrowth(log, 'one API process', ['--heap-growing-percent=100'], undefined)).toBeNull();
+      expect(applyHeapGrowth(log, 'one API process', [], '--heap_growing_percent=50')).toBeNull();
       expect(set).not.toHaveBeenCalled();
     } finally {
       set.mockRestore();

@@ -79,13 +79,19 @@ export function apiProcessExecArgv(execArgv: readonly string[], nodeOptions: str
  * A long-running server process on PostgreSQL that nobody started with an API child's flags:
  * `serve --processes 1` (it serves the API itself), serve's primary when it runs the outbox worker,
  * and `checkstand worker`. V8 reads the young generation's size only at start-up, but the old
- * generation's growth at every full collection: that one is set now, unless the user gave it.
- * Returns the flag it set (the caller logs it), or null.
+ * generation's growth at every full collection: that one is set now, unless the user gave it, and
+ * the log says so (`role`: which of those processes this is). Returns the flag it set, or null.
  */
-export function applyHeapGrowth(execArgv: readonly string[], nodeOptions: string | undefined): string | null {
+export function applyHeapGrowth(
+  log: Pick<Logger, 'info'>,
+  role: string,
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string | undefined = process.env.NODE_OPTIONS,
+): string | null {
   if (flagGiven('heap-growing-percent', execArgv, nodeOptions)) return null;
   const flag = `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`;
   v8.setFlagsFromString(flag);
+  log.info({ v8_flag: flag }, `V8 old-generation growth set (${role})`);
   return flag;
 }
 

@@ -40,9 +40,7 @@ export async function sandbox(): Promise<void> {
 
 export async function worker(): Promise<void> {
   const rt = await openRuntime();
-  // A process that runs for as long as the API does: an API process's old-generation growth (cluster.ts).
-  const growth = applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS);
-  if (growth) rt.log.info({ v8_flag: growth }, 'V8 old-generation growth set');
+  applyHeapGrowth(rt.log, 'the outbox worker');
   surviveDatabaseOutages(rt.log);
   const w = startWorker(rt.ctx, rt.log);
   const port = rt.config.workerMetricsPort;

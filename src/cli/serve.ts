@@ -131,9 +131,6 @@ export async function serve(opts: ServeOptions): Promise<void> {
       }
     } else if (n.count > 1) {
       return servePrimary(opts, config, n.count);
-    } else if (config.databaseUrl) {
-      // One API process on PostgreSQL: an API child's old-generation growth (cluster.ts).
-      return serveOne(opts, config, false, applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS));
     }
   }
   return serveOne(opts, config, false);
@@ -158,9 +155,7 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
   }
   const { ctx, log } = rt;
   surviveDatabaseOutages(log);
-  // The primary holds the outbox worker for as long as it runs: its old-generation growth (cluster.ts).
-  const growth = opts.worker ? applyHeapGrowth(process.execArgv, process.env.NODE_OPTIONS) : null;
-  if (growth) log.info({ v8_flag: growth }, 'V8 old-generation growth set (the outbox worker runs in this process)');
+  if (opts.worker) applyHeapGrowth(log, 'the outbox worker runs in this process');
   const worker = opts.worker ? startWorker(ctx, log) : undefined;
   if (!worker) await rt.close();
   await release();
@@ -196,8 +191,7 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
-/** `heapGrowth`: the V8 flag serve set at start (applyHeapGrowth), logged once the log is open. */
-async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolean, heapGrowth: string | null = null): Promise<void> {
+async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolean): Promise<void> {
   // The ports first: a busy one fails the start before the database is opened or anything written.
   const cleanups: Array<() => Promise<unknown>> = [];
   let rt: Runtime | undefined;
@@ -222,7 +216,8 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
     rt = await openRuntime({ config, migrate: !clusterChild });
     const { ctx, log } = rt;
     surviveDatabaseOutages(log);
-    if (heapGrowth) log.info({ v8_flag: heapGrowth }, 'V8 old-generation growth set (one API process)');
+    // `serve --processes 1` on PostgreSQL serves the API in this process (a child has the flags already).
+    if (!clusterChild && opts.processes !== undefined && config.databaseUrl) applyHeapGrowth(log, 'one API process');
     const embedded = ctx.store.kind === 'pglite';
     if (sandbox) log.info({ url: sandbox.url }, 'provider sandbox serving (NMI-compatible card gateway)');
 
