@@ -739,10 +739,14 @@ function serverThreadsCpuMs(): { main: number; mailWriter: number } | null {
 /** The bench's own threads: they stand for other machines (the shoppers, the gateway, the merchant's receiver). */
 type BenchThread = 'driver' | 'sandbox' | 'receiver';
 
+/** `f` of each bench thread. */
+function eachBenchThread<T>(f: (t: BenchThread) => T): Record<BenchThread, T> {
+  return { driver: f('driver'), sandbox: f('sandbox'), receiver: f('receiver') };
+}
+
 /** Each bench thread's CPU so far (user + system, ms), read from its kernel task; null where its id is unknown or off Linux. */
 function benchThreadsCpuMs(tids: Record<BenchThread, number | null>): Record<BenchThread, number | null> {
-  const read = (tid: number | null) => (tid === null ? null : statCpuMs(`/proc/self/task/${tid}/stat`));
-  return { driver: read(tids.driver), sandbox: read(tids.sandbox), receiver: read(tids.receiver) };
+  return eachBenchThread((t) => (tids[t] === null ? null : statCpuMs(`/proc/self/task/${tids[t]}/stat`)));
 }
 
 /** The Checkstand processes of `--processes` (primary, API children, workers): not tsx's esbuild helpers. */
@@ -1289,8 +1293,7 @@ async function main(): Promise<number> {
             if (benchThreadCpuStart) {
               const start = benchThreadCpuStart;
               const end = benchThreadsCpuMs(benchTids);
-              const cores = (t: BenchThread) => (start[t] !== null && end[t] !== null ? (end[t]! - start[t]!) / wallMs : null);
-              benchThreadCores = { driver: cores('driver'), sandbox: cores('sandbox'), receiver: cores('receiver') };
+              benchThreadCores = eachBenchThread((t) => (start[t] !== null && end[t] !== null ? (end[t]! - start[t]!) / wallMs : null));
             }
             const used = process.cpuUsage(cpuStart.usage);
             cpuCores = (used.user + used.system) / 1000 / wallMs;
@@ -1532,13 +1535,7 @@ async function main(): Promise<number> {
     const machineCpuMsPerFlow = machineCores !== null ? perFlow(machineCores * windowMs) : null;
     // Set in the driver's phase callback, like mainCores.
     const threadCores = benchThreadCores as Record<BenchThread, number | null> | null;
-    const benchThreadsPerFlow = threadCores
-      ? {
-          driver: threadCores.driver === null ? null : perFlow(threadCores.driver * windowMs),
-          sandbox: threadCores.sandbox === null ? null : perFlow(threadCores.sandbox * windowMs),
-          receiver: threadCores.receiver === null ? null : perFlow(threadCores.receiver * windowMs),
-        }
-      : null;
+    const benchThreadsPerFlow = threadCores ? eachBenchThread((t) => (threadCores[t] === null ? null : perFlow(threadCores[t] * windowMs))) : null;
     const cpus = os.cpus().length;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
     const writesPerFlow = perFlow(dbWritesInWindow as number | null);
@@ -1566,7 +1563,7 @@ async function main(): Promise<number> {
         : null;
     const cpuTarget = TARGETS.cpu_ms_per_flow[kind];
     const rssTarget = TARGETS.rss_mb[kind];
-    const inProcess = servers === undefined && opts.processes === null;
+    const inProcess = opts.processes === null;
     const commitsMeasured = commitsPerFlow?.total ?? xact?.per_flow ?? null;
     const moreTargets = {
       cpu_ms_per_flow: {
