@@ -158,14 +158,9 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     const primary = serve.child.pid!;
 
     // Ready when the banner (printed once every child listens) is out.
-    const deadline = Date.now() + 90_000;
-    while (!serve.output.includes('Checkstand is running')) {
-      if (serve.child.exitCode !== null || serve.child.signalCode !== null) throw new Error(`serve exited before it was ready:\n${serve.output}`);
-      if (Date.now() > deadline) throw new Error(`serve was not ready within 90 s:\n${serve.output}`);
-      await sleep(50);
-    }
+    await serve.printed('Checkstand is running', 90_000);
     // The banner's lines may reach the pipe in more than one chunk: wait for its Processes line too.
-    while (!/Processes {4}/.test(serve.output) && Date.now() < deadline) await sleep(50);
+    await serve.printed('Processes    ', 30_000);
     expect(serve.output.match(/Checkstand is running/g)).toHaveLength(1);
     expect(serve.output).toMatch(/Processes {4}2 API processes/);
 
@@ -185,11 +180,7 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     // connections to it when it learns of the exit, which is what the log line says.)
     const [victim, survivor] = [...first] as [number, number];
     process.kill(victim, 'SIGKILL');
-    const noticed = Date.now() + 30_000;
-    while (!serve.output.includes('API process died: starting a new one')) {
-      if (Date.now() > noticed) throw new Error(`the primary did not notice the killed API process within 30 s:\n${serve.output.slice(-3000)}`);
-      await sleep(20);
-    }
+    await serve.printed('API process died: starting a new one', 30_000);
     const replaced = Date.now() + 60_000;
     let seen = new Set<number>();
     for (;;) {
