@@ -146,6 +146,38 @@ function runBench(side: Side, args: readonly string[], verbose: boolean): Promis
   });
 }
 
+/** Moves a path into `outDir` under `prefix` (renamed there when it was in the base's worktree, which is removed). */
+function moveInto(file: string, outDir: string, name: string): string {
+  const to = path.join(outDir, name);
+  try {
+    fs.renameSync(file, to);
+  } catch {
+    fs.copyFileSync(file, to);
+    fs.rmSync(file, { force: true });
+  }
+  return to;
+}
+
+/**
+ * The run's report and the CPU profiles it names (--profile) moved into the comparison's folder,
+ * the report's paths rewritten to where they now are: the base's would go with its worktree.
+ */
+function keepArtifacts(run: Run, outDir: string, prefix: string): string {
+  const results = run.report?.results ?? {};
+  const profiles: [{ file?: unknown } | null | undefined, string][] = [
+    [results.profile, 'server'],
+    ...((results.process_profiles ?? []) as { process?: string; file?: unknown }[]).map((p): [typeof p, string] => [p, String(p.process ?? 'process').replace(/\W+/g, '-')]),
+  ];
+  let moved = false;
+  for (const [p, name] of profiles) {
+    if (typeof p?.file !== 'string' || !fs.existsSync(p.file)) continue;
+    p.file = moveInto(p.file, outDir, `${prefix}-${name}.cpuprofile`);
+    moved = true;
+  }
+  if (moved) fs.writeFileSync(run.reportFile!, `${JSON.stringify(run.report, null, 2)}\n`);
+  return moveInto(run.reportFile!, outDir, `${prefix}.json`);
+}
+
 const fmt = (v: unknown, unit = '') => (typeof v === 'number' ? `${v}${unit}` : '?');
 
 function runLine(run: Run, name: string): string {
@@ -205,11 +237,7 @@ async function main(): Promise<number> {
         log(`pair ${pair}/${opts.pairs}: ${sideName} ${side.name} running (1-min load ${os.loadavg()[0]!.toFixed(2)})`);
         const result = await runBench(side, opts.benchArgs, opts.verbose);
         const run: Run = { pair, side: sideName, ...result };
-        if (run.reportFile) {
-          const kept = path.join(outDir, `pair${pair}-${sideName}.json`);
-          fs.renameSync(run.reportFile, kept);
-          run.reportFile = kept;
-        }
+        if (run.reportFile) run.reportFile = keepArtifacts(run, outDir, `pair${pair}-${sideName}`);
         runs.push(run);
         if (interrupted) {
           log('interrupted');

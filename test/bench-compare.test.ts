@@ -134,8 +134,8 @@ describe.skipIf(!inGit || Boolean(process.env.TEST_DATABASE_URL))('npm run bench
     expect(worktrees()).not.toContain(dir!);
   });
 
-  it('runs HEAD against this tree, both correct, and writes the comparison', async () => {
-    const r = await compare(['--base', 'HEAD', '--pairs', '1', '--', '--duration', '2', '--warmup', '1', '--concurrency', '2']);
+  it('runs HEAD against this tree, both correct, and keeps the reports and profiles with the comparison', async () => {
+    const r = await compare(['--base', 'HEAD', '--pairs', '1', '--', '--duration', '2', '--warmup', '1', '--concurrency', '2', '--profile']);
     expect(r.code, r.out).toBe(0);
     expect(r.out).toMatch(/pair 1 base \S+: [\d.]+ funnels\/s/);
     expect(r.out).toMatch(/pair 1 new \S+: [\d.]+ funnels\/s/);
@@ -154,6 +154,9 @@ describe.skipIf(!inGit || Boolean(process.env.TEST_DATABASE_URL))('npm run bench
         const report = JSON.parse(fs.readFileSync(path.join(ROOT, run.report), 'utf8'));
         expect(report.passed).toBe(true);
         expect(report.results.flows.completed).toBeGreaterThan(0);
+        // The profile moved with it (the base's was in its worktree, now removed), its path rewritten.
+        expect(path.dirname(report.results.profile.file)).toBe(summaryDir);
+        expect(fs.statSync(report.results.profile.file).size).toBeGreaterThan(0);
       }
       const dir = /in (\S*checkstand-compare-\S+);/.exec(r.out)![1]!;
       expect(fs.existsSync(dir)).toBe(false);
