@@ -33,6 +33,16 @@ export function gitInfo(): { commit: string | null; dirty: boolean | null } {
   }
 }
 
+/** A results file's time in its name: `2026-12-04T19-51-55Z` (no colons, no milliseconds). */
+export function resultStamp(at: Date): string {
+  return at.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
+}
+
+/** The JSON report a bench's output names on its `report: <file>` line (relative to where it ran), or null. */
+export function reportFileIn(output: string): string | null {
+  return /report: (\S+\.json)/.exec(output)?.[1] ?? null;
+}
+
 /** With --fresh-db: (re)creates the database DATABASE_URL names, through the server's `postgres` database. */
 export async function recreateDatabase(url: string, drop: boolean): Promise<void> {
   const u = new URL(url);

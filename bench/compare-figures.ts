@@ -77,9 +77,9 @@ export function compareFigure(def: Pick<FigureDef, 'key' | 'label' | 'better'>, 
   let ahead = 0;
   let behind = 0;
   for (let i = 0; i < Math.min(base.length, next.length); i++) {
-    const b = base[i];
-    const n = next[i];
-    if (b === null || b === undefined || n === null || n === undefined || b === 0) continue;
+    const b = base[i]!;
+    const n = next[i]!;
+    if (b === null || n === null || b === 0) continue;
     pairRatios.push(n / b);
     if (def.better === 'higher' ? n > b : n < b) ahead++;
     else if (n !== b) behind++;

@@ -18,8 +18,8 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { UsageError, runMain } from './common.ts';
-import { compareReports, comparisonTable } from './compare-figures.ts';
+import { UsageError, gitInfo, reportFileIn, resultStamp, runMain } from './common.ts';
+import { compareReports, comparisonTable, FIGURES } from './compare-figures.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
@@ -73,10 +73,6 @@ function git(args: string[], cwd = ROOT): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 }
 
-function tracked(cwd: string): boolean {
-  return git(['status', '--porcelain', '--untracked-files=no'], cwd).length > 0;
-}
-
 /** A command run to its end, its output kept for the message if it fails. */
 function runQuiet(cmd: string, args: string[], cwd: string, what: string): void {
   try {
@@ -87,7 +83,7 @@ function runQuiet(cmd: string, args: string[], cwd: string, what: string): void 
   }
 }
 
-/** The base's own checkout: a detached worktree, its dependencies, its bundle. */
+/** The base's own checkout (in the empty directory `dir`): a detached worktree, its dependencies. */
 function prepareBase(sha: string, dir: string): void {
   git(['worktree', 'add', '--detach', '--quiet', dir, sha]);
   const lock = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null);
@@ -138,7 +134,7 @@ function runBench(side: Side, args: readonly string[], verbose: boolean): Promis
     child.once('error', reject);
     child.once('exit', (code) => {
       current = null;
-      const file = /report: (\S+\.json)/.exec(out)?.[1];
+      const file = reportFileIn(out);
       const reportFile = file ? path.resolve(side.dir, file) : null;
       const report = reportFile && fs.existsSync(reportFile) ? JSON.parse(fs.readFileSync(reportFile, 'utf8')) : null;
       resolve({ code, report, reportFile, seconds: (Date.now() - started) / 1000, tail: out.split('\n').slice(-25).join('\n') });
@@ -178,14 +174,17 @@ function keepArtifacts(run: Run, outDir: string, prefix: string): string {
   return moveInto(run.reportFile!, outDir, `${prefix}.json`);
 }
 
-const fmt = (v: unknown, unit = '') => (typeof v === 'number' ? `${v}${unit}` : '?');
+/** The figures a run's line shows as it ends, read as the summary reads them. */
+const RUN_LINE = [
+  ['funnels_per_s', ' funnels/s'],
+  ['server_cpu_ms', ' ms server'],
+  ['postgres_cpu_ms', ' ms PostgreSQL'],
+  ['machine_cpu_ms', ' ms machine CPU per funnel'],
+].map(([key, unit]) => ({ def: FIGURES.find((f) => f.key === key)!, unit }));
 
 function runLine(run: Run, name: string): string {
-  const s = run.report?.results?.server;
-  return (
-    `pair ${run.pair} ${run.side} ${name}: ${fmt(run.report?.results?.flows?.per_s)} funnels/s, server ${fmt(s?.server_cpu_ms_per_flow, ' ms')}, ` +
-    `PostgreSQL ${fmt(s?.postgres_cpu_ms_per_flow, ' ms')}, machine ${fmt(s?.machine_cpu_ms_per_flow, ' ms')} per funnel (${run.seconds.toFixed(0)} s)`
-  );
+  const figures = RUN_LINE.map(({ def, unit }) => `${def.read(run.report) ?? '?'}${unit}`).join(', ');
+  return `pair ${run.pair} ${run.side} ${name}: ${figures} (${run.seconds.toFixed(0)} s)`;
 }
 
 async function main(): Promise<number> {
@@ -201,7 +200,11 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const dirty = tracked(ROOT);
+  const { commit: headName, dirty } = gitInfo();
+  if (headName === null) {
+    process.stderr.write(`bench:compare needs a git checkout (it checks the base out from this repository)\n`);
+    return 2;
+  }
   const baseRev = opts.base ?? (dirty ? 'HEAD' : 'HEAD~1');
   let sha: string;
   try {
@@ -212,10 +215,9 @@ async function main(): Promise<number> {
   }
   const head = git(['rev-parse', 'HEAD']);
   const base: Side = { name: git(['rev-parse', '--short', sha]), dir: fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-compare-')) };
-  const next: Side = { name: `${git(['rev-parse', '--short', 'HEAD'])}${dirty ? '+changes' : ''}`, dir: ROOT };
+  const next: Side = { name: `${headName}${dirty ? '+changes' : ''}`, dir: ROOT };
   if (sha === head && !dirty) log(`the base is this tree's own commit: both sides run the same code (the runs' spread alone)`);
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/-\d{3}Z$/, 'Z');
-  const outDir = path.join(ROOT, 'bench', 'results', `compare-${stamp}`);
+  const outDir = path.join(ROOT, 'bench', 'results', `compare-${resultStamp(new Date())}`);
 
   const onSignal = () => {
     interrupted = true;
@@ -226,7 +228,6 @@ async function main(): Promise<number> {
   const runs: Run[] = [];
   try {
     log(`base ${base.name} (${baseRev}) in ${base.dir}; new ${next.name} (this working tree); ${opts.pairs} pair(s); bench options: ${opts.benchArgs.join(' ') || '(defaults)'}`);
-    fs.rmSync(base.dir, { recursive: true, force: true });
     prepareBase(sha, base.dir);
     buildServer(base.dir, base.name);
     buildServer(next.dir, next.name);

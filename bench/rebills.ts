@@ -31,7 +31,7 @@ import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { seedDemo } from '../src/app/seed.ts';
 import { CreateOffer } from '../src/modules/catalog/schemas.ts';
 import type { RebillTally } from '../src/modules/checkout/rebill.ts';
-import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
 import { statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 
@@ -433,7 +433,7 @@ async function main(): Promise<number> {
       checks,
     };
     fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    const file = path.join(RESULTS_DIR, `${startedAt.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-')}-rebills-${kind}.json`);
+    const file = path.join(RESULTS_DIR, `${resultStamp(startedAt)}-rebills-${kind}.json`);
     fs.writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
 
     const r = result.results;

@@ -41,7 +41,7 @@ import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { EML_WRITER_THREAD } from '../src/modules/mail/transport.ts';
 import { MAIL_DIRS, defaultMailDir, placeMailDir, tmpfsRoot, type MailDir, type PlacedMailDir } from './mail-dir.ts';
 import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
-import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
 import {
   benchCardExp,
@@ -1687,7 +1687,7 @@ async function main(): Promise<number> {
     const windowEvents = total(endpoints['POST /checkout/orders/upsell']!.outcomes) + total(endpoints[opts.scenario === 'card' ? 'POST /checkout/orders/complete' : FIRST_CHARGE[opts.scenario]]!.outcomes);
 
     fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    const stamp = startedAt.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
+    const stamp = resultStamp(startedAt);
     // The card funnel's reports keep their name from before scenarios.
     const suffix = opts.scenario === 'card' ? '' : `-${opts.scenario}`;
     const file = path.join(RESULTS_DIR, `${stamp}-${kind}${suffix}.json`);

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import { reportFileIn } from '../bench/common.ts';
 import { localPostgresPids } from '../bench/server-processes.ts';
 import { defaultMailDir, tmpfsRoot } from '../bench/mail-dir.ts';
 
@@ -45,7 +46,7 @@ function runBench(args: string[], databaseUrl?: string): Promise<BenchRun> {
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      const file = /report: (\S+\.json)/.exec(stdout)?.[1];
+      const file = reportFileIn(stdout);
       let report: any = null;
       if (file) {
         const full = path.resolve(ROOT, file);
