@@ -3,6 +3,7 @@
  * throwaway database `--fresh-db` makes (only one whose name says "bench").
  */
 import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -80,4 +81,17 @@ export function runMain(name: string, main: () => Promise<number>): void {
       process.exit(1);
     },
   );
+}
+
+/** CPU time of the whole machine (all processes), ms, busy and total, from os.cpus(). */
+export function machineCpu(): { busy: number; total: number } {
+  let busy = 0;
+  let all = 0;
+  for (const c of os.cpus()) {
+    const t = c.times;
+    const sum = t.user + t.nice + t.sys + t.idle + t.irq;
+    all += sum;
+    busy += sum - t.idle;
+  }
+  return { busy, total: all };
 }

@@ -29,7 +29,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
-import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, machineCpu, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
 import { cpuBetweenMs, cpuSnapshot, localPostgresPids, statCpuMs } from './server-processes.ts';
 import { benchCardExp, ENDPOINTS, type DriverInput, type DriverMessage, percentile, sortedCopy } from './stats.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
@@ -229,12 +229,6 @@ async function startSkeleton(pool: pg.Pool | null, sandboxUrl: string, receiverU
 
 // ------------------------------------------------------------------------------ the run
 
-function machineBusyMs(): number {
-  let busy = 0;
-  for (const c of os.cpus()) busy += c.times.user + c.times.nice + c.times.sys + c.times.irq;
-  return busy;
-}
-
 async function main(): Promise<number> {
   let opts: Options;
   try {
@@ -307,13 +301,13 @@ async function main(): Promise<number> {
     const result = await new Promise<Extract<DriverMessage, { type: 'result' }>>((resolve, reject) => {
       driver.on('message', (m: DriverMessage) => {
         if (m.type === 'phase' && m.phase === 'measure') {
-          start = { at: performance.now(), thread: statCpuMs(self), machine: machineBusyMs(), pg: cpuSnapshot(localPostgresPids(databaseUrl ?? undefined)), statements: skeleton.counts.statements };
+          start = { at: performance.now(), thread: statCpuMs(self), machine: machineCpu().busy, pg: cpuSnapshot(localPostgresPids(databaseUrl ?? undefined)), statements: skeleton.counts.statements };
         } else if (m.type === 'phase' && m.phase === 'drain' && start) {
           const thread = statCpuMs(self);
           window = {
             ms: performance.now() - start.at,
             threadMs: thread !== null && start.thread !== null ? thread - start.thread : null,
-            machineMs: machineBusyMs() - start.machine,
+            machineMs: machineCpu().busy - start.machine,
             pgMs: databaseUrl ? cpuBetweenMs(start.pg, cpuSnapshot(localPostgresPids(databaseUrl))) : null,
             statements: skeleton.counts.statements - start.statements,
           };
@@ -325,6 +319,7 @@ async function main(): Promise<number> {
         }
       });
       driver.once('error', reject);
+      driver.once('exit', (code) => reject(new Error(`the load driver thread exited (code ${code}) without a result`)));
     });
     await skeleton.close();
     if (!window) throw new Error('the driver never opened its measured window');

@@ -31,7 +31,7 @@ import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { seedDemo } from '../src/app/seed.ts';
 import { CreateOffer } from '../src/modules/catalog/schemas.ts';
 import type { RebillTally } from '../src/modules/checkout/rebill.ts';
-import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, machineCpu, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
 import { statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 
@@ -116,18 +116,6 @@ function mainThreadCpuMs(): number | null {
   return statCpuMs(`/proc/self/task/${process.pid}/stat`);
 }
 
-/** Busy and total CPU time of the whole machine (ms), from os.cpus(). */
-function machineCpu(): { busy: number; total: number } {
-  let busy = 0;
-  let all = 0;
-  for (const c of os.cpus()) {
-    const t = c.times;
-    const sum = t.user + t.nice + t.sys + t.idle + t.irq;
-    all += sum;
-    busy += sum - t.idle;
-  }
-  return { busy, total: all };
-}
 
 const round = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** digits;
 

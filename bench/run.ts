@@ -41,7 +41,7 @@ import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { EML_WRITER_THREAD } from '../src/modules/mail/transport.ts';
 import { MAIL_DIRS, defaultMailDir, placeMailDir, tmpfsRoot, type MailDir, type PlacedMailDir } from './mail-dir.ts';
 import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
-import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, machineCpu, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
 import {
   benchCardExp,
@@ -702,19 +702,6 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
-}
-
-/** CPU time of the whole machine (all processes), ms, busy and total, from os.cpus(). */
-function machineCpu(): { busy: number; total: number } {
-  let busy = 0;
-  let all = 0;
-  for (const c of os.cpus()) {
-    const t = c.times;
-    const sum = t.user + t.nice + t.sys + t.idle + t.irq;
-    all += sum;
-    busy += sum - t.idle;
-  }
-  return { busy, total: all };
 }
 
 /**
