@@ -65,9 +65,11 @@ describe('bench:floor', () => {
     const { options, figures } = report(r.out);
     expect(options).toMatchObject({ db: 'pg', notify: true });
     expect(figures.failed_funnels).toBe(0);
-    // lead 1, payment 3, upsell 3, complete 1; the deliveries' UPDATE every 50 ms adds a little.
-    expect(figures.statements_per_funnel as number).toBeGreaterThanOrEqual(8);
-    expect(figures.statements_per_funnel as number).toBeLessThan(9);
+    // lead 1, payment 3, upsell 3, complete 1; the deliveries' UPDATE (one per 50 ms that had a
+    // delivery) adds at most two per funnel, its two webhooks, on a machine slow enough that every
+    // flush carries one. The window's edges move the ratio a little either way.
+    expect(figures.statements_per_funnel as number).toBeGreaterThanOrEqual(7.5);
+    expect(figures.statements_per_funnel as number).toBeLessThanOrEqual(10.5);
     expect(figures.postgres_cpu_ms_per_funnel as number).toBeGreaterThan(0);
     // Two event rows per funnel (the upsell's and the completion's), each notified.
     expect(figures.event_rows as number).toBeGreaterThan(0);
