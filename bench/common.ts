@@ -95,3 +95,37 @@ export function machineCpu(): { busy: number; total: number } {
   }
   return { busy, total: all };
 }
+
+/**
+ * A bench's command line read into `--name` → value: `--name value` and `--name=value` for the
+ * `valued` options, a `bare` option's own `=value` or '1'. `--help`/`-h` answers 'help' where it
+ * stands; an unknown option, a value missing or a word that is not an option is a UsageError.
+ */
+export function readFlags(argv: readonly string[], valued: readonly string[], bare: readonly string[]): Record<string, string> | 'help' {
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--help' || arg === '-h') return 'help';
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new UsageError(`unexpected argument "${arg}"`);
+    const name = m[1]!;
+    if (bare.includes(name)) flags[name] = m[2] ?? '1';
+    else if (valued.includes(name)) {
+      const value = m[2] ?? argv[++i];
+      if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      flags[name] = value;
+    } else throw new UsageError(`unknown option --${name}`);
+  }
+  return flags;
+}
+
+/** A switch given as a flag or an environment variable: 1, true, yes or on. */
+export const truthy = (v: string | undefined): boolean => v !== undefined && /^(1|true|yes|on)$/i.test(v);
+
+/** A number option (flag, else environment, else `fallback`), refused unless `check` holds; `what` says what it must be. */
+export function num(name: string, raw: string | undefined, fallback: number, check: (n: number) => boolean, what: string): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || !check(n)) throw new UsageError(`${name} must be ${what}, got "${raw}"`);
+  return n;
+}

@@ -29,10 +29,10 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
-import { UsageError, dropBenchDatabase, gitInfo, machineCpu, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, machineCpu, num, readFlags, recreateDatabase, redactUrl, resultStamp, runMain, truthy } from './common.ts';
 import { cpuBetweenMs, cpuSnapshot, localPostgresPids, statCpuMs } from './server-processes.ts';
-import { benchCardExp, ENDPOINTS, type DriverInput, type DriverMessage, percentile, sortedCopy } from './stats.ts';
-import { nextMessage, startTsWorker } from './threads.ts';
+import { benchCardExp, ENDPOINTS, type DriverInput, percentile, sortedCopy } from './stats.ts';
+import { nextMessage, runDriver, startTsWorker } from './threads.ts';
 
 const log = (line: string) => process.stdout.write(`[bench:floor] ${line}\n`);
 
@@ -55,39 +55,24 @@ interface Options {
   freshDb: boolean;
 }
 
-function parseFloorOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
-  const flags: Record<string, string | true> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (!a.startsWith('--')) throw new UsageError(`unexpected argument "${a}"`);
-    const name = a.slice(2);
-    if (name === 'fresh-db' || name === 'notify' || name === 'help') flags[name] = true;
-    else if (['db', 'concurrency', 'duration', 'warmup', 'pool'].includes(name)) {
-      const v = argv[++i];
-      if (v === undefined) throw new UsageError(`--${name} needs a value`);
-      flags[name] = v;
-    } else throw new UsageError(`unknown option --${name}`);
-  }
-  if (flags.help) throw new UsageError(USAGE);
-  const num = (name: string, raw: string | true | undefined, dflt: number, min: number): number => {
-    if (raw === undefined) return dflt;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name} must be a number ≥ ${min}, got "${String(raw)}"`);
-    return n;
-  };
-  const db = (flags.db ?? env.BENCH_FLOOR_DB ?? (env.DATABASE_URL ? 'pg' : 'none')) as string;
+function parseFloorOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 'help' {
+  const flags = readFlags(argv, ['db', 'concurrency', 'duration', 'warmup', 'pool'], ['fresh-db', 'notify']);
+  if (flags === 'help') return 'help';
+  const db = flags.db ?? env.BENCH_FLOOR_DB ?? (env.DATABASE_URL ? 'pg' : 'none');
   if (db !== 'none' && db !== 'pg') throw new UsageError(`--db must be none or pg, got "${db}"`);
   if (db === 'pg' && !env.DATABASE_URL) throw new UsageError('--db pg needs DATABASE_URL (a PostgreSQL database the bench may write to)');
-  const freshDb = flags['fresh-db'] === true || env.BENCH_FRESH_DB === '1';
+  const freshDb = truthy(flags['fresh-db'] ?? env.BENCH_FRESH_DB);
+  const notify = truthy(flags.notify);
   if (freshDb && db !== 'pg') throw new UsageError('--fresh-db needs --db pg');
-  if (flags.notify === true && db !== 'pg') throw new UsageError('--notify needs --db pg');
+  if (notify && db !== 'pg') throw new UsageError('--notify needs --db pg');
+  const atLeast = (min: number) => (n: number) => n >= min;
   return {
     db,
-    concurrency: Math.floor(num('concurrency', flags.concurrency ?? env.BENCH_CONCURRENCY, 16, 1)),
-    durationS: num('duration', flags.duration ?? env.BENCH_DURATION_S, 15, 1),
-    warmupS: num('warmup', flags.warmup ?? env.BENCH_WARMUP_S, 10, 0),
-    pool: Math.floor(num('pool', flags.pool, 5, 1)),
-    notify: flags.notify === true,
+    concurrency: Math.floor(num('--concurrency', flags.concurrency ?? env.BENCH_CONCURRENCY, 16, atLeast(1), 'a number ≥ 1')),
+    durationS: num('--duration', flags.duration ?? env.BENCH_DURATION_S, 15, atLeast(1), 'a number ≥ 1'),
+    warmupS: num('--warmup', flags.warmup ?? env.BENCH_WARMUP_S, 10, atLeast(0), 'a number ≥ 0'),
+    pool: Math.floor(num('--pool', flags.pool, 5, atLeast(1), 'a number ≥ 1')),
+    notify,
     freshDb,
   };
 }
@@ -136,8 +121,8 @@ async function startSkeleton(pool: pg.Pool | null, sandboxUrl: string, receiverU
     void q('floor_delivered', 'UPDATE floor_events SET delivered = true WHERE id = ANY($1)', [ids]).catch((e) => log(`delivery record failed: ${String(e)}`));
   }, 50);
   const sendWebhook = async (id: string, type: string, orderId: string): Promise<void> => {
-    const body = JSON.stringify({ id, type, created_at: new Date().toISOString(), data: { order_number: orderId } });
     const at = new Date();
+    const body = JSON.stringify({ id, type, created_at: at.toISOString(), data: { order_number: orderId } });
     const headers = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signer.sign(id, at, body) };
     const r = await request(receiverUrl, { method: 'POST', headers, body });
     await r.body.dump();
@@ -230,14 +215,20 @@ async function startSkeleton(pool: pg.Pool | null, sandboxUrl: string, receiverU
 // ------------------------------------------------------------------------------ the run
 
 async function main(): Promise<number> {
-  let opts: Options;
+  let parsed: Options | 'help';
   try {
-    opts = parseFloorOptions(process.argv.slice(2), process.env);
+    parsed = parseFloorOptions(process.argv.slice(2), process.env);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     process.stderr.write(`${err.message}\n`);
-    return err.message === USAGE ? 0 : 2;
+    return 2;
   }
+  if (parsed === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const opts = parsed;
+  const loadBefore = os.loadavg()[0]!;
   const databaseUrl = opts.db === 'pg' ? process.env.DATABASE_URL! : null;
   if (databaseUrl && opts.freshDb) {
     try {
@@ -293,16 +284,17 @@ async function main(): Promise<number> {
       runId: crypto.randomBytes(4).toString('hex'),
       client: 'raw',
     };
-    const driver = startTsWorker('./driver.ts', input);
-    threads.push(driver);
     const self = `/proc/self/task/${process.pid}/stat`;
     let start: { at: number; thread: number | null; machine: number; pg: Map<number, number>; statements: number } | null = null;
-    let window: { ms: number; threadMs: number | null; machineMs: number; pgMs: number | null; statements: number } | null = null;
-    const result = await new Promise<Extract<DriverMessage, { type: 'result' }>>((resolve, reject) => {
-      driver.on('message', (m: DriverMessage) => {
-        if (m.type === 'phase' && m.phase === 'measure') {
+    // Set in the driver's callback: declared through `as` so that the check after the run is not narrowed away.
+    let window = null as { ms: number; threadMs: number | null; machineMs: number; pgMs: number | null; statements: number } | null;
+    const result = await runDriver(
+      input,
+      (driver) => threads.push(driver),
+      (phase) => {
+        if (phase === 'measure') {
           start = { at: performance.now(), thread: statCpuMs(self), machine: machineCpu().busy, pg: cpuSnapshot(localPostgresPids(databaseUrl ?? undefined)), statements: skeleton.counts.statements };
-        } else if (m.type === 'phase' && m.phase === 'drain' && start) {
+        } else if (phase === 'drain' && start) {
           const thread = statCpuMs(self);
           window = {
             ms: performance.now() - start.at,
@@ -311,16 +303,11 @@ async function main(): Promise<number> {
             pgMs: databaseUrl ? cpuBetweenMs(start.pg, cpuSnapshot(localPostgresPids(databaseUrl))) : null,
             statements: skeleton.counts.statements - start.statements,
           };
-        } else if (m.type === 'progress') {
-          log(`${m.elapsedS.toFixed(1).padStart(5)} s  ${m.phase.padEnd(7)} funnels ${String(m.flowsDone).padStart(6)}  ${m.intervalFlowsPerS.toFixed(1).padStart(6)}/s  p99 ${m.intervalP99Ms.toFixed(0)} ms  errors ${m.errors}`);
-        } else if (m.type === 'result') {
-          resolve(m);
-          void driver.terminate();
         }
-      });
-      driver.once('error', reject);
-      driver.once('exit', (code) => reject(new Error(`the load driver thread exited (code ${code}) without a result`)));
-    });
+      },
+      (m) => log(`${m.elapsedS.toFixed(1).padStart(5)} s  ${m.phase.padEnd(7)} funnels ${String(m.flowsDone).padStart(6)}  ${m.intervalFlowsPerS.toFixed(1).padStart(6)}/s  p99 ${m.intervalP99Ms.toFixed(0)} ms  errors ${m.errors}`),
+      () => {},
+    );
     await skeleton.close();
     if (!window) throw new Error('the driver never opened its measured window');
     // --notify: every event row's notification has arrived (the last commits' a moment after their answers).
@@ -329,7 +316,7 @@ async function main(): Promise<number> {
       await new Promise((r) => setTimeout(r, 500));
       eventRows = Number((await pool.query('SELECT count(*) AS n FROM floor_events')).rows[0].n);
     }
-    const w = window as { ms: number; threadMs: number | null; machineMs: number; pgMs: number | null; statements: number };
+    const w = window;
     const perS = result.flowsCompleted / (result.measuredMs / 1000);
     const inWindow = (perS * w.ms) / 1000;
     const perFunnel = (ms: number | null) => (ms === null || inWindow <= 0 ? null : Math.round((ms / inWindow) * 100) / 100);
@@ -347,7 +334,7 @@ async function main(): Promise<number> {
       event_rows: eventRows,
     };
     const line = (label: string, v: unknown) => log(`${label.padEnd(34)} ${v === null ? '–' : String(v)}`);
-    log(`result (${opts.db === 'pg' ? `PostgreSQL${opts.notify ? ' with NOTIFY' : ''}` : 'no database'}, c=${opts.concurrency}, ${(result.measuredMs / 1000).toFixed(1)} s, 1-min load before ${os.loadavg()[0]!.toFixed(2)}):`);
+    log(`result (${opts.db === 'pg' ? `PostgreSQL${opts.notify ? ' with NOTIFY' : ''}` : 'no database'}, c=${opts.concurrency}, ${(result.measuredMs / 1000).toFixed(1)} s, 1-min load before ${loadBefore.toFixed(2)}):`);
     line('funnels/s', figures.funnels_per_s);
     line('failed funnels', figures.failed_funnels);
     line('funnel p99 ms', figures.funnel_p99_ms);
@@ -359,7 +346,7 @@ async function main(): Promise<number> {
     if (listener) line('notifications / event rows', `${notified} / ${eventRows}`);
     const file = `bench/results/${resultStamp(new Date())}-floor-${opts.db}.json`;
     fs.mkdirSync('bench/results', { recursive: true });
-    fs.writeFileSync(file, `${JSON.stringify({ kind: 'checkstand-bench-floor', git: gitInfo(), machine: { cpus: os.cpus().length, load: os.loadavg() }, options: opts, figures }, null, 2)}\n`);
+    fs.writeFileSync(file, `${JSON.stringify({ kind: 'checkstand-bench-floor', git: gitInfo(), machine: { cpus: os.cpus().length, load_before: loadBefore, load_after: os.loadavg()[0] }, options: opts, figures }, null, 2)}\n`);
     log(`report: ${file}`);
     if (eventRows !== null && notified !== eventRows) {
       log(`FAILED: ${notified} notifications for ${eventRows} event rows`);

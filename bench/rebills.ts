@@ -31,7 +31,7 @@ import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { seedDemo } from '../src/app/seed.ts';
 import { CreateOffer } from '../src/modules/catalog/schemas.ts';
 import type { RebillTally } from '../src/modules/checkout/rebill.ts';
-import { UsageError, dropBenchDatabase, gitInfo, machineCpu, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, machineCpu, num, readFlags, recreateDatabase, redactUrl, resultStamp, runMain, truthy } from './common.ts';
 import { statCpuMs } from './server-processes.ts';
 import { nextMessage, startTsWorker } from './threads.ts';
 
@@ -68,40 +68,18 @@ the sandbox's NMI gateway over HTTP (in a thread of this process).
 Database: PostgreSQL when DATABASE_URL is set, else embedded PGlite in a temporary data dir.
 Report: bench/results/<timestamp>-rebills-<pglite|postgres>.json`;
 
-function int(name: string, raw: string | undefined, fallback: number, min: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
-  return n;
-}
-
-const truthy = (v: string | boolean | undefined) => v === true || v === '1' || v === 'true';
+const int = (name: string, raw: string | undefined, fallback: number, min: number): number =>
+  num(name, raw, fallback, (n) => Number.isInteger(n) && n >= min, `an integer ≥ ${min}`);
 
 function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 'help' {
-  const flags: Record<string, string | boolean> = {};
-  const valued = new Set(['subscriptions', 'batch', 'progress', 'slow-ms']);
-  const bare = new Set(['slow-card', 'fresh-db', 'help']);
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '-h') return 'help';
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
-    if (!m) throw new UsageError(`unexpected argument "${a}"`);
-    const name = m[1]!;
-    if (bare.has(name)) flags[name] = true;
-    else if (valued.has(name)) {
-      const v = m[2] ?? argv[++i];
-      if (v === undefined) throw new UsageError(`--${name} needs a value`);
-      flags[name] = v;
-    } else throw new UsageError(`unknown option --${name}`);
-  }
-  if (flags.help) return 'help';
-  const str = (k: string) => (typeof flags[k] === 'string' ? (flags[k] as string) : undefined);
+  const flags = readFlags(argv, ['subscriptions', 'batch', 'progress', 'slow-ms'], ['slow-card', 'fresh-db']);
+  if (flags === 'help') return 'help';
   return {
-    subscriptions: int('--subscriptions', str('subscriptions') ?? env.BENCH_REBILL_SUBSCRIPTIONS, 10_000, 1),
-    batchSize: int('--batch', str('batch') ?? env.REBILL_BATCH_SIZE, 50, 1),
-    progressS: int('--progress', str('progress') ?? env.BENCH_PROGRESS_S, 3, 1),
+    subscriptions: int('--subscriptions', flags.subscriptions ?? env.BENCH_REBILL_SUBSCRIPTIONS, 10_000, 1),
+    batchSize: int('--batch', flags.batch ?? env.REBILL_BATCH_SIZE, 50, 1),
+    progressS: int('--progress', flags.progress ?? env.BENCH_PROGRESS_S, 3, 1),
     slowCard: truthy(flags['slow-card'] ?? env.BENCH_REBILL_SLOW_CARD),
-    slowMs: int('--slow-ms', str('slow-ms') ?? env.BENCH_REBILL_SLOW_MS, 100, 0),
+    slowMs: int('--slow-ms', flags['slow-ms'] ?? env.BENCH_REBILL_SLOW_MS, 100, 0),
     vaultConcurrency: 32,
     freshDb: truthy(flags['fresh-db'] ?? env.BENCH_FRESH_DB),
   };

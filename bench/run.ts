@@ -41,12 +41,11 @@ import { THREEDS_CARDS } from '../src/sandbox/threeds-gateway.ts';
 import { EML_WRITER_THREAD } from '../src/modules/mail/transport.ts';
 import { MAIL_DIRS, defaultMailDir, placeMailDir, tmpfsRoot, type MailDir, type PlacedMailDir } from './mail-dir.ts';
 import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
-import { UsageError, dropBenchDatabase, gitInfo, machineCpu, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, machineCpu, num, readFlags, recreateDatabase, redactUrl, resultStamp, runMain, truthy } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
 import {
   benchCardExp,
   type DriverInput,
-  type DriverMessage,
   type Endpoint,
   type LatencySummary,
   type ReceiverFinal,
@@ -63,7 +62,7 @@ import {
   total,
 } from './stats.ts';
 import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, isCheckstandRole, localPostgresPids, rssBytes, serverCommand, serverProcessesLabel, startServerProcesses, statCpuMs } from './server-processes.ts';
-import { nextMessage, startTsWorker } from './threads.ts';
+import { type DriverResult, nextMessage, runDriver, startTsWorker } from './threads.ts';
 import { type CpuTicks, readCpuTicks, type SchedTimes, schedSnapshot, stealShare, waitBetween } from './sched.ts';
 import { enableWalInspect, walBetween, walLine, walPosition, type WalFigures } from './wal.ts';
 import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
@@ -184,34 +183,13 @@ Scenarios (each with the outbox worker delivering webhooks to a local receiver):
 Database: PostgreSQL when DATABASE_URL is set, else embedded PGlite in a temporary data dir.
 Report: bench/results/<timestamp>-<pglite|postgres>[-<scenario>].json (no suffix for card)`;
 
-function num(name: string, raw: string | undefined, fallback: number, check: (n: number) => boolean, what: string): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || !check(n)) throw new UsageError(`${name} must be ${what}, got "${raw}"`);
-  return n;
-}
-
-const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v);
-
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 'help' {
-  const flags: Record<string, string> = {};
-  const BOOLEAN = new Set(['idempotency-keys', 'fresh-db', 'profile']);
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--help' || arg === '-h') return 'help';
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
-    if (!m) throw new UsageError(`unexpected argument "${arg}"`);
-    const name = m[1]!;
-    if (BOOLEAN.has(name)) {
-      flags[name] = m[2] ?? '1';
-      continue;
-    }
-    const value = m[2] ?? argv[++i];
-    if (value === undefined) throw new UsageError(`--${name} needs a value`);
-    flags[name] = value;
-  }
-  const known = new Set(['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', 'log-level', 'mail-dir', ...BOOLEAN]);
-  for (const k of Object.keys(flags)) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
+  const flags = readFlags(
+    argv,
+    ['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', 'log-level', 'mail-dir'],
+    ['idempotency-keys', 'fresh-db', 'profile'],
+  );
+  if (flags === 'help') return 'help';
 
   const positive = (n: number) => n > 0;
   const processesRaw = flags.processes ?? env.BENCH_PROCESSES ?? '';
@@ -655,41 +633,6 @@ function printSummary(r: Report, file: string | null): void {
 }
 
 // ---------------------------------------------------------------------------------- threads and gauges
-
-type DriverResult = Extract<DriverMessage, { type: 'result' }>;
-
-function runDriver(
-  input: DriverInput,
-  onStart: (worker: Worker) => void,
-  onPhase: (phase: 'measure' | 'drain' | 'done') => void,
-  onProgress: (m: Extract<DriverMessage, { type: 'progress' }>) => void,
-  registerStop: (stop: () => void) => void,
-  onThreadId: (tid: number | null) => void = () => {},
-): Promise<DriverResult> {
-  const worker = startTsWorker('./driver.ts', input);
-  onStart(worker);
-  registerStop(() => worker.postMessage({ type: 'stop' }));
-  return new Promise((resolve, reject) => {
-    let result: DriverResult | undefined;
-    worker.on('message', (m: DriverMessage) => {
-      if (m.type === 'phase') {
-        onThreadId(m.tid);
-        onPhase(m.phase);
-      }
-      else if (m.type === 'progress') onProgress(m);
-      else if (m.type === 'result') {
-        result = m;
-        // The thread's keep-alive sockets would keep it alive: end it once it has answered.
-        void worker.terminate();
-      }
-    });
-    worker.once('error', reject);
-    worker.once('exit', (code) => {
-      if (result) resolve(result);
-      else reject(new Error(`the load driver thread exited (code ${code}) without a result`));
-    });
-  });
-}
 
 /** A free TCP port on loopback, for the `serve --processes` children to share. */
 function freePort(): Promise<number> {
