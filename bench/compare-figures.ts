@@ -18,6 +18,8 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
 export const FIGURES: readonly FigureDef[] = [
   { key: 'funnels_per_s', label: 'funnels/s', better: 'higher', read: (r) => num(r?.results?.flows?.per_s) },
   { key: 'server_cpu_ms', label: 'server CPU ms/funnel', better: 'lower', read: (r) => num(r?.results?.server?.server_cpu_ms_per_flow) },
+  // Only with --callgrind (bench/callgrind.ts): the figure the machine's noise does not move.
+  { key: 'server_instructions_m', label: 'server instructions M/funnel (callgrind)', better: 'lower', read: (r) => num(r?.results?.server?.server_instructions_per_flow_m) },
   { key: 'postgres_cpu_ms', label: 'PostgreSQL CPU ms/funnel', better: 'lower', read: (r) => num(r?.results?.server?.postgres_cpu_ms_per_flow) },
   { key: 'machine_cpu_ms', label: 'machine CPU ms/funnel', better: 'lower', read: (r) => num(r?.results?.server?.machine_cpu_ms_per_flow) },
   { key: 'server_wait_ms', label: 'server waiting for a core ms/funnel', better: null, read: (r) => num(r?.results?.server?.run_queue?.server_wait_ms_per_flow) },

@@ -43,6 +43,7 @@ import { MAIL_DIRS, defaultMailDir, placeMailDir, tmpfsRoot, type MailDir, type 
 import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
 import { UsageError, dropBenchDatabase, gitInfo, machineCpu, num, readFlags, recreateDatabase, redactUrl, resultStamp, runMain, truthy } from './common.ts';
 import { type CpuProfile, Profiler, type ProfileSummary, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
+import { callgrindMissing, callgrindWrap, dumpCounters, zeroCounters } from './callgrind.ts';
 import {
   benchCardExp,
   type DriverInput,
@@ -122,6 +123,8 @@ interface Options {
   logLevel: BenchLogLevel;
   /** Where the server's mail files go: tmpfs (the default where there is one) or the data dir (bench/mail-dir.ts). */
   mailDir: MailDir;
+  /** `--callgrind`: `serve --processes 1 --with-worker` under valgrind, its instructions per funnel counted (bench/callgrind.ts). */
+  callgrind: boolean;
 }
 
 /** `info` is the server's own default (config.ts): two lines per request, written to a file in the data dir. */
@@ -135,6 +138,14 @@ type BenchLogLevel = (typeof BENCH_LOG_LEVELS)[number];
  * that is still warming up (bench/README.md, "Warm-up").
  */
 const DEFAULT_WARMUP_S = 30;
+
+/**
+ * `--callgrind`'s defaults: under valgrind the server runs ~40x slower, and V8 still compiles the
+ * server's code (on the main thread, `--single-threaded`) for hundreds of funnels. With 60–90 s of
+ * warm-up six runs of one version counted 27–36 M instructions per funnel; with 300 s, 19.3 and 20.6
+ * (bench/README.md, twenty-seventh round).
+ */
+const CALLGRIND_DEFAULTS = { warmupS: 300, durationS: 60, concurrency: 4 } as const;
 
 /** The in-process worker's schedules: the statistics' only (the others have nothing to do in a bench). */
 const BENCH_SCHEDULES = SCHEDULES.filter((s) => s.name === 'analyze-changed-tables');
@@ -173,6 +184,11 @@ const USAGE = `Usage: npm run bench [-- options]
                         dir, on its disk; on ext4 without a journal each new file pays for the
                         files the last run removed: bench/README, twenty-first round)
                                                                 (BENCH_MAIL_DIR, default tmpfs where there is one)
+  --callgrind           with DATABASE_URL: run \`checkstand serve --processes 1 --with-worker\` under
+                        valgrind's callgrind and report the server's instructions per funnel, a
+                        figure the machine's other tenants do not move (bench/callgrind.ts); the
+                        server runs ~40× slower, so its speed figures are not judged. Its defaults:
+                        --concurrency 4 --warmup 300 --duration 60 (≈ 7 minutes)  (BENCH_CALLGRIND=1)
 
 Scenarios (each with the outbox worker delivering webhooks to a local receiver):
   card     lead → Process Payment (card, sandbox NMI gateway over HTTP) → one upsell → Complete Order
@@ -187,16 +203,24 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
   const flags = readFlags(
     argv,
     ['duration', 'concurrency', 'warmup', 'max-error-rate', 'progress', 'timeout', 'webhook-wait', 'processes', 'workers', 'scenario', 'client', 'log-level', 'mail-dir'],
-    ['idempotency-keys', 'fresh-db', 'profile'],
+    ['idempotency-keys', 'fresh-db', 'profile', 'callgrind'],
   );
   if (flags === 'help') return 'help';
+  const callgrind = truthy(flags.callgrind ?? env.BENCH_CALLGRIND);
+  if (callgrind) {
+    if (!env.DATABASE_URL) throw new UsageError('--callgrind counts the instructions of a `checkstand serve` process on PostgreSQL: set DATABASE_URL');
+    if ((flags.processes ?? env.BENCH_PROCESSES ?? '1') !== '1' || (flags.workers ?? env.BENCH_WORKERS ?? '0') !== '0') {
+      throw new UsageError('--callgrind runs one server process with its worker (--processes 1, no --workers)');
+    }
+    if (truthy(flags.profile ?? env.BENCH_PROFILE)) throw new UsageError('--callgrind and --profile: one measurement of the server at a time');
+  }
 
   const positive = (n: number) => n > 0;
-  const processesRaw = flags.processes ?? env.BENCH_PROCESSES ?? '';
+  const processesRaw = flags.processes ?? env.BENCH_PROCESSES ?? (callgrind ? '1' : '');
   return {
-    durationS: num('duration', flags.duration ?? env.BENCH_DURATION_S, 15, positive, 'a positive number of seconds'),
-    concurrency: num('concurrency', flags.concurrency ?? env.BENCH_CONCURRENCY, 16, (n) => Number.isInteger(n) && n >= 1 && n <= 1000, 'an integer from 1 to 1000'),
-    warmupS: num('warmup', flags.warmup ?? env.BENCH_WARMUP_S, DEFAULT_WARMUP_S, (n) => n >= 0, 'zero or more seconds'),
+    durationS: num('duration', flags.duration ?? env.BENCH_DURATION_S, callgrind ? CALLGRIND_DEFAULTS.durationS : 15, positive, 'a positive number of seconds'),
+    concurrency: num('concurrency', flags.concurrency ?? env.BENCH_CONCURRENCY, callgrind ? CALLGRIND_DEFAULTS.concurrency : 16, (n) => Number.isInteger(n) && n >= 1 && n <= 1000, 'an integer from 1 to 1000'),
+    warmupS: num('warmup', flags.warmup ?? env.BENCH_WARMUP_S, callgrind ? CALLGRIND_DEFAULTS.warmupS : DEFAULT_WARMUP_S, (n) => n >= 0, 'zero or more seconds'),
     maxErrorRate: num('max-error-rate', flags['max-error-rate'] ?? env.BENCH_MAX_ERROR_RATE, 0.05, (n) => n >= 0 && n <= 1, 'between 0 and 1'),
     progressS: num('progress', flags.progress ?? env.BENCH_PROGRESS_S, 3, positive, 'a positive number of seconds'),
     requestTimeoutS: num('timeout', flags.timeout ?? env.BENCH_REQUEST_TIMEOUT_S, 30, positive, 'a positive number of seconds'),
@@ -205,8 +229,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     freshDb: truthy(flags['fresh-db'] ?? env.BENCH_FRESH_DB),
     profile: truthy(flags.profile ?? env.BENCH_PROFILE),
     processes: (() => {
-      const raw = flags.processes ?? env.BENCH_PROCESSES;
-      if (raw === undefined || raw === '') return null;
+      const raw = processesRaw;
+      if (raw === '') return null;
       const n = num('processes', raw, 1, (x) => Number.isInteger(x) && x >= 1 && x <= 64, 'an integer from 1 to 64');
       if (!env.DATABASE_URL) throw new UsageError('--processes runs `checkstand serve --processes N` on PostgreSQL: set DATABASE_URL (the embedded database has one owner process)');
       return n;
@@ -233,6 +257,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       if (where === 'tmpfs' && !root) throw new UsageError('--mail-dir tmpfs: /dev/shm is not a writable tmpfs on this machine (use --mail-dir data)');
       return where;
     })(),
+    callgrind,
   };
 }
 
@@ -389,6 +414,13 @@ interface Report {
       server_cpu_ms_per_flow: number | null;
       /** In process: server_cpu_ms_per_flow, the main thread's and the mail file writer's (eml-writer) apart. */
       server_cpu_ms_per_flow_by_thread: { main: number; mail_writer: number } | null;
+      /**
+       * `--callgrind`: the instructions the server process (all its threads) executed over the
+       * measured window per completed funnel, in millions (bench/callgrind.ts); null otherwise.
+       */
+      server_instructions_per_flow_m: number | null;
+      /** `--callgrind`: the window's dump, kept next to the report (bench/results/<time>-postgres.callgrind.out). */
+      callgrind_file: string | null;
       /** CPU seconds of the whole process (server + driver + sandbox + receiver threads) per wall second. */
       process_cpu_cores: number | null;
       /** CPU busy on the whole machine per wall second (this process, PostgreSQL, anything else running). */
@@ -554,6 +586,12 @@ function printSummary(r: Report, file: string | null): void {
       `    process CPU: ${srv.process_cpu_cores === null ? '?' : `${srv.process_cpu_cores.toFixed(2)} cores`}` +
       `    machine CPU: ${srv.machine_cpu_cores === null ? '?' : `${srv.machine_cpu_cores.toFixed(2)} of ${r.machine.cpus} cores`}`,
   );
+  if (srv.server_instructions_per_flow_m !== null) {
+    lines.push(
+      `server instructions per funnel: ${srv.server_instructions_per_flow_m} M (callgrind: every thread of the serve process, node --single-threaded; by function: callgrind_annotate ${srv.callgrind_file ?? '?'})` +
+        `    under valgrind the server runs ~40x slower: this run's speed, CPU and latency figures are not the server's own, nor its targets' verdicts`,
+    );
+  }
   if (srv.machine_cpu_ms_per_flow !== null) {
     lines.push(
       `CPU per funnel on this machine: ${srv.machine_cpu_ms_per_flow} ms in all (server ${srv.server_cpu_ms_per_flow ?? '?'}, ` +
@@ -924,6 +962,13 @@ async function main(): Promise<number> {
     return 0;
   }
 
+  if (opts.callgrind) {
+    const missing = callgrindMissing();
+    if (missing) {
+      process.stderr.write(`bench: ${missing}\n`);
+      return 2;
+    }
+  }
   const startedAt = new Date();
   const databaseUrl = process.env.DATABASE_URL || undefined;
   const kind: 'pglite' | 'postgres' = databaseUrl ? 'postgres' : 'pglite';
@@ -936,6 +981,7 @@ async function main(): Promise<number> {
   let app: Http | undefined;
   let outboxWorker: RunningWorker | undefined;
   let servers: ServerProcesses | undefined;
+  let callgrindDir: string | undefined;
   let statsClient: pg.Client | undefined;
   let walInspectNote: string | null = null;
   let sandboxThread: Worker | undefined;
@@ -1015,9 +1061,15 @@ async function main(): Promise<number> {
         WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       };
       delete serverEnv.SERVE_PROCESSES;
+      // --callgrind: a server 40x slower refills its 1-s configuration caches every few funnels, more
+      // or fewer with the machine's speed; counted instructions should not depend on that.
+      if (opts.callgrind && !process.env.CONFIG_CACHE_TTL_MS) serverEnv.CONFIG_CACHE_TTL_MS = '600000';
+      callgrindDir = opts.callgrind ? path.join(tmpDir, 'callgrind') : undefined;
+      if (callgrindDir) log(`starting the server under valgrind's callgrind (it starts and runs about 40 times slower)`);
       servers = await startServerProcesses(opts.processes, await freePort(), serverEnv, {
         cpuProfileDir: opts.profile ? path.join(tmpDir, 'cpu-profiles') : undefined,
         workers: opts.workers,
+        ...(callgrindDir ? { wrap: callgrindWrap(callgrindDir), timeoutMs: 900_000 } : {}),
       });
       baseUrl = servers.url;
     }
@@ -1164,6 +1216,10 @@ async function main(): Promise<number> {
     };
     const xactAtStart = await xactCommit();
     let serverCpuStart: Map<number, number> | undefined;
+    /** --callgrind: the server's instructions over the measured window (bench/callgrind.ts). */
+    let instructions: number | null = null;
+    let callgrindZeroed = false;
+    let callgrindDump: string | null = null;
     let serverPids: number[] = [];
     /** `primary` or `api` by pid, for naming the processes' CPU profiles. */
     const processLabels = new Map<number, string>();
@@ -1200,6 +1256,14 @@ async function main(): Promise<number> {
             threadEluStart.receiver = receiverThread?.performance.eventLoopUtilization();
             cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), threads: serverThreadsCpuMs(), at: performance.now() };
             if (servers) serverCpuStart = cpuSnapshot(servers.pids());
+            if (callgrindDir && servers) {
+              try {
+                zeroCounters(servers.pids()[0]!);
+                callgrindZeroed = true;
+              } catch (err) {
+                log(`callgrind: could not zero the server's counters: ${err instanceof Error ? err.message : String(err)}`);
+              }
+            }
             const pgPids = localPostgresPids(databaseUrl);
             pgCpuStart = pgPids.length ? cpuSnapshot(pgPids) : null;
             schedStart = { server: schedSnapshot(servers ? serverMainPids(servers) : [process.pid]), postgres: pgPids.length ? schedSnapshot(pgPids) : null, ticks: readCpuTicks() };
@@ -1215,6 +1279,15 @@ async function main(): Promise<number> {
             receivedAtStart = uniqueNow();
             if (profiler) profileStarted = profiler.start();
           } else if (phase === 'drain' && eluStart && cpuStart && !eluWindow) {
+            if (callgrindDir && servers && callgrindZeroed) {
+              try {
+                const dumped = dumpCounters(servers.pids()[0]!, callgrindDir);
+                instructions = dumped.instructions;
+                callgrindDump = dumped.file;
+              } catch (err) {
+                log(`callgrind: ${err instanceof Error ? err.message : String(err)}`);
+              }
+            }
             eluWindow = performance.eventLoopUtilization(eluStart);
             threadEluWindow.driver = threadElu(driverThread, threadEluStart.driver);
             threadEluWindow.sandbox = threadElu(sandboxThread, threadEluStart.sandbox);
@@ -1627,6 +1700,12 @@ async function main(): Promise<number> {
       writeProfile(profileFile, profile);
       profileReport = { ...summarizeProfile(profile), file: profileFile };
     }
+    // --callgrind: the window's dump, by function (callgrind_annotate <file>, or KCachegrind).
+    let callgrindFile: string | null = null;
+    if (callgrindDump) {
+      callgrindFile = path.join(RESULTS_DIR, `${stamp}-${kind}${suffix}.callgrind.out`);
+      fs.copyFileSync(callgrindDump, callgrindFile);
+    }
     let processProfilesReport: Report['results']['process_profiles'] = null;
     if (opts.profile && opts.processes !== null) {
       processProfilesReport = processProfiles.map(({ pid, profile: p }) => {
@@ -1744,6 +1823,8 @@ async function main(): Promise<number> {
           server_thread_cpu_cores: mainCores === null ? null : Math.round(mainCores * 100) / 100,
           server_cpu_ms_per_flow: cpuMsPerFlow,
           server_cpu_ms_per_flow_by_thread: threadCpuMs === null ? null : { main: perFlow(threadCpuMs.main)!, mail_writer: perFlow(threadCpuMs.mail_writer)! },
+          server_instructions_per_flow_m: instructions === null ? null : perFlow(instructions / 1e6),
+          callgrind_file: callgrindFile,
           process_cpu_cores: cpuCores === null ? null : Math.round(cpuCores * 100) / 100,
           machine_cpu_cores: machineCores === null ? null : Math.round(machineCores * 100) / 100,
           postgres_cpu_ms_per_flow: postgresCpuMsPerFlow,

@@ -9,6 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { CallgrindWrap } from './callgrind.ts';
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/checkstand.js');
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in ticks of 10 ms. */
@@ -64,19 +65,21 @@ export async function startServerProcesses(
   processes: number,
   port: number,
   env: NodeJS.ProcessEnv,
-  opts: { timeoutMs?: number; cpuProfileDir?: string; workers?: number } = {},
+  opts: { timeoutMs?: number; cpuProfileDir?: string; workers?: number; wrap?: CallgrindWrap } = {},
 ): Promise<ServerProcesses> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const workerCount = opts.workers ?? 0;
   // `--cpu-prof` on the primary: its API children inherit the primary's node flags (cluster's execArgv).
   const profiling = opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`] : [];
+  // --callgrind: serve runs under valgrind (bench/callgrind.ts); its pid is the node process's own.
+  const [program, ...programArgs] = opts.wrap ? [...opts.wrap.command, process.execPath, ...opts.wrap.nodeFlags] : [process.execPath];
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + String(d)).slice(-20_000);
   };
   /** A `checkstand` command as a child process: its output kept for a failure message, killed if the bench exits first. */
   const start = (args: string[], childEnv: NodeJS.ProcessEnv) => {
-    const c = spawn(process.execPath, [...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(program!, [...programArgs, ...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     process.once('exit', () => {
       if (running(c)) c.kill('SIGKILL');
     });
