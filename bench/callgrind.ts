@@ -1,11 +1,13 @@
 /**
  * `npm run bench -- --callgrind`: the server's instructions per funnel, counted by valgrind's
  * callgrind, where CPU milliseconds cannot tell two versions apart. On a shared machine the same
- * code's CPU per funnel moves by a third from one run to the next (bench/README, twenty-seventh
- * round); the instructions a run executes do not depend on the machine's other tenants, its caches
- * or the hypervisor. `serve --processes 1 --with-worker` runs under valgrind with node's
+ * code's CPU per funnel moved by half within an hour (bench/README, twenty-seventh round); the
+ * instructions a run executes do not depend on the machine's other tenants, its caches or the
+ * hypervisor. `serve --processes 1 --with-worker` runs under valgrind with node's
  * `--single-threaded` (V8 compiles and collects on the main thread, not on helper threads whose
- * timing varies), so two runs of one version count within about a percent of each other.
+ * timing varies). What still varies is how much of V8's compiling falls in the window: after a
+ * 60–90-s warm-up six runs of one version counted 27–36 M instructions per funnel, after 300 s
+ * (the bench's default under --callgrind) two runs counted 19.3 and 20.6 M.
  *
  * The counters are zeroed when the measured window starts and dumped when it ends
  * (valgrind's gdbserver, as `callgrind_control -z` / `-d` do); every thread of the server process is counted (its HTTP, the
