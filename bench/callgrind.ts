@@ -7,7 +7,7 @@
  * `--single-threaded` (V8 compiles and collects on the main thread, not on helper threads whose
  * timing varies). What still varies is how much of V8's compiling falls in the window: after a
  * 60–90-s warm-up six runs of one version counted 27–36 M instructions per funnel, after 300 s
- * (the bench's default under --callgrind) two runs counted 19.3 and 20.6 M.
+ * (the bench's default under --callgrind) three runs counted 18.2–20.6 M.
  *
  * The counters are zeroed when the measured window starts and dumped when it ends
  * (valgrind's gdbserver, as `callgrind_control -z` / `-d` do); every thread of the server process is counted (its HTTP, the

@@ -142,8 +142,8 @@ const DEFAULT_WARMUP_S = 30;
 /**
  * `--callgrind`'s defaults: under valgrind the server runs ~40x slower, and V8 still compiles the
  * server's code (on the main thread, `--single-threaded`) for hundreds of funnels. With 60–90 s of
- * warm-up six runs of one version counted 27–36 M instructions per funnel; with 300 s, 19.3 and 20.6
- * (bench/README.md, twenty-seventh round).
+ * warm-up six runs of one version counted 27–36 M instructions per funnel; with 300 s, three counted
+ * 18.2–20.6 M (bench/README.md, twenty-seventh round).
  */
 const CALLGRIND_DEFAULTS = { warmupS: 300, durationS: 60, concurrency: 4 } as const;
 
