@@ -9,9 +9,9 @@
  * 60–90-s warm-up six runs of one version counted 27–36 M instructions per funnel, after 300 s
  * (the bench's default under --callgrind) three runs counted 18.2–20.6 M.
  *
- * The counters are zeroed when the measured window starts and dumped when it ends
- * (valgrind's gdbserver, as `callgrind_control -z` / `-d` do); every thread of the server process is counted (its HTTP, the
- * outbox worker, the mail file writer). PostgreSQL, the sandbox and the driver are not. Under
+ * The counters are zeroed when the measured window starts and dumped when it ends (valgrind's
+ * gdbserver, as `callgrind_control -z` / `-d` do); every thread of the server process is counted
+ * (its HTTP, the outbox worker, the mail file writer). PostgreSQL, the sandbox and the driver are not. Under
  * valgrind the server runs about 40 times slower, so the run's speed figures are not the server's.
  */
 import { spawnSync } from 'node:child_process';
@@ -61,8 +61,9 @@ export function zeroCounters(pid: number): void {
 
 /**
  * Dumps the process's counters and answers the instructions since they were last zeroed (or
- * dumped), and the dump's file (by function: callgrind_annotate, KCachegrind): the file callgrind writes for the process in `outDir`, waited for (a busy process
- * under valgrind takes the command between two of its time slices).
+ * dumped), and the dump's file (by function: callgrind_annotate, KCachegrind): the file callgrind
+ * writes for the process in `outDir`, waited for (a busy process under valgrind takes the command
+ * between two of its time slices), read once per look.
  */
 export function dumpCounters(pid: number, outDir: string, waitMs = 120_000): { instructions: number; file: string } {
   const before = new Set(fs.readdirSync(outDir));
@@ -71,9 +72,10 @@ export function dumpCounters(pid: number, outDir: string, waitMs = 120_000): { i
   for (;;) {
     const written = fs.readdirSync(outDir).filter((f) => f.startsWith(`callgrind.out.${pid}.`) && !before.has(f));
     const newest = written.sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop())).at(-1);
-    // The file is complete once its totals line is written (its last).
-    const n = newest ? dumpInstructions(fs.readFileSync(path.join(outDir, newest), 'utf8')) : null;
-    if (n !== null && /^totals:/m.test(fs.readFileSync(path.join(outDir, newest!), 'utf8'))) return { instructions: n, file: path.join(outDir, newest!) };
+    const file = newest && path.join(outDir, newest);
+    const text = file ? fs.readFileSync(file, 'utf8') : '';
+    // The file is complete once its totals line is written (its last); the count is its summary's.
+    if (file && /^totals:/m.test(text)) return { instructions: dumpInstructions(text)!, file };
     if (Date.now() > until) throw new Error(`callgrind wrote no dump for process ${pid} in ${outDir} (vgdb said: ${said || 'nothing'})`);
     sleepMs(200);
   }

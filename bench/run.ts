@@ -982,6 +982,8 @@ async function main(): Promise<number> {
   let outboxWorker: RunningWorker | undefined;
   let servers: ServerProcesses | undefined;
   let callgrindDir: string | undefined;
+  /** --callgrind: the serve process valgrind runs (no cluster with --processes 1). */
+  let callgrindPid: number | null = null;
   let statsClient: pg.Client | undefined;
   let walInspectNote: string | null = null;
   let sandboxThread: Worker | undefined;
@@ -1072,6 +1074,7 @@ async function main(): Promise<number> {
         ...(callgrindDir ? { wrap: callgrindWrap(callgrindDir), timeoutMs: 900_000 } : {}),
       });
       baseUrl = servers.url;
+      if (callgrindDir) callgrindPid = servers.pids()[0]!;
     }
     const health = await fetch(`${baseUrl}/readyz`);
     if (health.status !== 200) throw new Error(`GET /readyz answered ${health.status}: ${await health.text()}`);
@@ -1256,9 +1259,9 @@ async function main(): Promise<number> {
             threadEluStart.receiver = receiverThread?.performance.eventLoopUtilization();
             cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), threads: serverThreadsCpuMs(), at: performance.now() };
             if (servers) serverCpuStart = cpuSnapshot(servers.pids());
-            if (callgrindDir && servers) {
+            if (callgrindPid !== null) {
               try {
-                zeroCounters(servers.pids()[0]!);
+                zeroCounters(callgrindPid);
                 callgrindZeroed = true;
               } catch (err) {
                 log(`callgrind: could not zero the server's counters: ${err instanceof Error ? err.message : String(err)}`);
@@ -1279,9 +1282,9 @@ async function main(): Promise<number> {
             receivedAtStart = uniqueNow();
             if (profiler) profileStarted = profiler.start();
           } else if (phase === 'drain' && eluStart && cpuStart && !eluWindow) {
-            if (callgrindDir && servers && callgrindZeroed) {
+            if (callgrindPid !== null && callgrindZeroed) {
               try {
-                const dumped = dumpCounters(servers.pids()[0]!, callgrindDir);
+                const dumped = dumpCounters(callgrindPid, callgrindDir!);
                 instructions = dumped.instructions;
                 callgrindDump = dumped.file;
               } catch (err) {

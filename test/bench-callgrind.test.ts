@@ -4,16 +4,13 @@
  * run under valgrind on PostgreSQL (several minutes: valgrind starts and runs the server about 40
  * times slower) when this machine has valgrind and TEST_DATABASE_URL is set, as in CI.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { callgrindMissing, dumpInstructions } from '../bench/callgrind.ts';
-import { reportFileIn } from '../bench/common.ts';
+import { explain, runBench } from './support/bench-cli.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
+/** Refusals answer at once; a run under valgrind starts in a minute and runs 40 times slower. */
+const REFUSAL_TIMEOUT_MS = 60_000;
 const RUN_TIMEOUT_MS = 1_500_000;
 const PG = 'postgres://postgres@127.0.0.1:5432/checkstand_bench';
 
@@ -24,26 +21,6 @@ describe('a callgrind dump', () => {
     expect(dumpInstructions('events: Ir\nfn=(2) f\n')).toBeNull();
   });
 });
-
-/** `tsx bench/run.ts …` with `env` (and no BENCH_ variables): its exit code and output. */
-function runBench(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env };
-  delete childEnv.DATABASE_URL;
-  for (const k of Object.keys(childEnv)) if (k.startsWith('BENCH_')) delete childEnv[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX_CLI, 'bench/run.ts', ...args], { cwd: ROOT, env: { ...childEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 describe('bench --callgrind options', () => {
   it('refuses the embedded database, more processes, worker processes and --profile (exit 2, before starting anything)', async () => {
@@ -56,14 +33,14 @@ describe('bench --callgrind options', () => {
       [['--callgrind', '--profile'], pg, 'one measurement of the server at a time'],
     ];
     for (const [args, env, message] of cases) {
-      const r = await runBench(args, env);
+      const r = await runBench(args, env, REFUSAL_TIMEOUT_MS);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toContain(message);
       expect(r.stdout).not.toContain('starting the server');
     }
   }, 300_000);
   it('is in the usage', async () => {
-    const r = await runBench(['--help'], {});
+    const r = await runBench(['--help'], {}, REFUSAL_TIMEOUT_MS);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('--callgrind');
   });
@@ -74,21 +51,17 @@ describe.skipIf(callgrindMissing() !== null || !process.env.TEST_DATABASE_URL)('
     const databaseUrl = new URL('/checkstand_callgrind_bench', process.env.TEST_DATABASE_URL).href;
     const args = ['--callgrind', '--fresh-db', '--concurrency', '2', '--warmup', '10', '--duration', '20', '--webhook-wait', '120', '--timeout', '120'];
     const r = await runBench(args, { DATABASE_URL: databaseUrl }, RUN_TIMEOUT_MS);
-    const explain = `exit ${r.code}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`;
-    expect(r.code, explain).toBe(0);
-    const file = reportFileIn(r.stdout);
-    expect(file, explain).not.toBeNull();
-    const full = path.resolve(ROOT, file!);
-    const rep = JSON.parse(fs.readFileSync(full, 'utf8'));
-    fs.rmSync(full, { force: true });
-    expect(rep.passed, explain).toBe(true);
+    expect(r.code, explain(r)).toBe(0);
+    const rep = r.report;
+    expect(rep, explain(r)).not.toBeNull();
+    expect(rep.passed, explain(r)).toBe(true);
     expect(rep.parameters.callgrind).toBe(true);
-    expect(rep.results.flows.completed, explain).toBeGreaterThan(0);
+    expect(rep.results.flows.completed, explain(r)).toBeGreaterThan(0);
     const srv = rep.results.server;
     // A card funnel is tens of millions of instructions in the server (HTTP, four requests' SQL,
     // two sales, two webhooks, a mail): bounds that hold on any machine, not a speed.
-    expect(srv.server_instructions_per_flow_m, explain).toBeGreaterThan(5);
-    expect(srv.server_instructions_per_flow_m, explain).toBeLessThan(5000);
+    expect(srv.server_instructions_per_flow_m, explain(r)).toBeGreaterThan(5);
+    expect(srv.server_instructions_per_flow_m, explain(r)).toBeLessThan(5000);
     expect(r.stdout).toMatch(/server instructions per funnel: [\d.]+ M \(callgrind/);
     // The window's dump is kept next to the report, by function.
     expect(fs.readFileSync(srv.callgrind_file, 'utf8')).toMatch(/^events: Ir$/m);

@@ -5,60 +5,19 @@
  * correctness check (ledger against database, orders completed once, the provider's webhooks,
  * order webhooks, mail) is ok.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { reportFileIn } from '../bench/common.ts';
+import { type BenchRun, explain, runBench as runBenchCli } from './support/bench-cli.ts';
 import { localPostgresPids } from '../bench/server-processes.ts';
 import { defaultMailDir, tmpfsRoot } from '../bench/mail-dir.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
 /** A hang, not a slow machine: migrating the embedded database alone takes a minute on a loaded 2-core machine. */
 const RUN_TIMEOUT_MS = 540_000;
 
-interface BenchRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  report: any;
-}
-
-/** Runs `tsx bench/run.ts …`, waits for it, and reads the JSON report it names (then removes it). */
-function runBench(args: string[], databaseUrl?: string): Promise<BenchRun> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  // The embedded database in a temporary dir unless a test names one, whatever pass of the suite this is; the bench's own defaults otherwise.
-  delete env.DATABASE_URL;
-  if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  for (const k of Object.keys(env)) if (k.startsWith('BENCH_')) delete env[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX_CLI, 'bench/run.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      const file = reportFileIn(stdout);
-      let report: any = null;
-      if (file) {
-        const full = path.resolve(ROOT, file);
-        report = JSON.parse(fs.readFileSync(full, 'utf8'));
-        fs.rmSync(full, { force: true });
-      }
-      resolve({ code, stdout, stderr, report });
-    });
-  });
-}
-
-const explain = (r: BenchRun) => `exit ${r.code}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`;
+/** The bench on the embedded database, or on `databaseUrl` when a test names one. */
+const runBench = (args: string[], databaseUrl?: string): Promise<BenchRun> => runBenchCli(args, databaseUrl ? { DATABASE_URL: databaseUrl } : {}, RUN_TIMEOUT_MS);
 
 describe('the PostgreSQL processes the bench measures', () => {
   it('are none for a server elsewhere or no DATABASE_URL: another machine\'s CPU is not counted as this one\'s', () => {
