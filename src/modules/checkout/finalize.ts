@@ -97,12 +97,13 @@ export class FinalizeUseCase extends UseCase {
     const done = await this.store.transaction(async (trx) => {
       // The order under its lock, its lines and its customer in one round trip (the customer by the
       // order's id, read as locked).
-      const [[order], [asLocked]] = await readTogether(trx, [
+      const [[order], lines, [customer]] = await readTogether(trx, [
         this.orders.rows.lockOrderQuery(trx, teamId, orderNumber),
-        this.locked.linesAndCustomerQuery(trx, teamId, orderNumber),
+        this.orders.rows.linesQuery(trx, teamId, [orderNumber]),
+        this.customers.findOfQuery(trx, teamId, this.orders.rows.customerIdOfOrder, orderNumber),
       ] as const);
       if (!order) throw notFound('Order');
-      return this.finalizeCompletion(trx, teamId, order, undefined, this.locked.linesAndCustomer(asLocked));
+      return this.finalizeCompletion(trx, teamId, order, undefined, { lines, customer });
     });
     if (!done.alreadyCompleted) this.events.nudge();
     return done;

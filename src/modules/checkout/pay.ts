@@ -103,11 +103,12 @@ export class PayUseCase extends UseCase {
    */
   async processPayment(teamId: string, body: ProcessPaymentBody, mode: 'process' | 'reprocess' = 'process'): Promise<PaymentResult> {
     const claimed = await this.store.transaction(async (trx) => {
-      // The order under its lock, then its lines and its customer (by the order's id, read as
-      // locked) in one statement, in one round trip.
-      const [[locked], [asLockedRow]] = await readTogether(trx, [
+      // The order under its lock, its lines and its customer in one round trip (the customer by the
+      // order's id, read as locked).
+      const [[locked], linesAsLocked, [customerAsLocked]] = await readTogether(trx, [
         this.orders.rows.lockOrderQuery(trx, teamId, body.order_number),
-        this.locked.linesAndCustomerQuery(trx, teamId, body.order_number),
+        this.orders.rows.linesQuery(trx, teamId, [body.order_number]),
+        this.customers.findOfQuery(trx, teamId, this.orders.rows.customerIdOfOrder, body.order_number),
       ] as const);
       if (!locked) throw notFound('Order');
       const allowed: readonly string[] = mode === 'reprocess' ? ['declined'] : PAYABLE;
@@ -130,17 +131,13 @@ export class PayUseCase extends UseCase {
       // customer read with the lock. Otherwise the lines and the customer as the update left them,
       // in one round trip.
       const asLocked = body.products === undefined && body.customer === undefined;
-      const { lines, customer } = asLocked ? this.locked.linesAndCustomer(asLockedRow) : await this.linesAndCustomerOf(trx, teamId, order);
+      const [lines, [customer]] = asLocked
+        ? [linesAsLocked, [customerAsLocked]]
+        : await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
       if (lines.length === 0) throw invalid('products', 'the order has no products; send products with the payment');
       return this.openPayment(trx, order, customer!, route, body.payment, lines, locked.status === 'pending');
     });
     return this.runPayment(teamId, claimed, body.payment);
-  }
-
-  /** The order's lines and customer as the transaction's changes left them, in one round trip. */
-  private async linesAndCustomerOf(trx: Tx, teamId: string, order: Row<'orders'>) {
-    const [lines, [customer]] = await readTogether(trx, [this.orders.rows.linesQuery(trx, teamId, [order.id]), this.customers.findManyQuery(trx, teamId, [order.customer_id])] as const);
-    return { lines, customer };
   }
 
   /**

@@ -31,11 +31,13 @@ export class UpsellUseCase extends UseCase {
       // read by the order's id as locked, in one round trip (the last three only matter when the
       // upsell goes ahead; the lines let an approval be answered in one round trip: settleApprovalAtCommit).
       const orderId = body.order_number;
-      const [[order], [reads]] = await readTogether(trx, [
+      const [[order], [previous], [savedMethod], [customer], lines] = await readTogether(trx, [
         this.orders.rows.lockOrderQuery(trx, teamId, orderId),
-        this.locked.upsellQuery(trx, teamId, orderId, body.upsell_id),
+        this.orders.rows.orderUpsellQuery(trx, teamId, orderId, body.upsell_id),
+        this.ledger.paymentMethodOfQuery(trx, teamId, this.orders.rows.paymentMethodIdOfOrder, orderId),
+        this.customers.findOfQuery(trx, teamId, this.orders.rows.customerIdOfOrder, orderId),
+        this.orders.rows.linesQuery(trx, teamId, [orderId]),
       ] as const);
-      const { claim: previous, method: savedMethod, customer, lines } = this.locked.upsell(reads);
       if (!order) throw notFound('Order');
       if (!upsell) throw notFound('Upsell');
       if (previous) return { replay: previous } as const;

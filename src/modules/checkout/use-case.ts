@@ -21,7 +21,6 @@ import type { RebillUseCase } from './rebill.ts';
 import type { ReverseUseCase } from './reverse.ts';
 import type { UpsellSettlement } from './upsell-settle.ts';
 import type { UpsellUseCase } from './upsell.ts';
-import { type LockedReads, lockedReadsOf } from './locked-reads.ts';
 
 /** The services a payment use case works through (each module through its service, never its tables). */
 export interface CheckoutDeps {
@@ -66,8 +65,6 @@ export abstract class UseCase {
   protected readonly subscriptions: SubscriptionsService;
   protected readonly events: EventsService;
   protected readonly affiliates: AffiliatesService;
-  /** The reads after an order's lock, one statement each (locked-reads.ts). */
-  protected readonly locked: LockedReads;
 
   constructor(
     d: CheckoutDeps,
@@ -84,6 +81,5 @@ export abstract class UseCase {
     this.subscriptions = d.subscriptions;
     this.events = d.events;
     this.affiliates = d.affiliates;
-    this.locked = lockedReadsOf(d);
   }
 }

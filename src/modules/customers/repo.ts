@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
 import type { KeyedIdSubquery, NewRow, Row } from '../../db/schema.ts';
-import { allRows, template } from '../../db/templates.ts';
-import { type JsonRead, rowFromJson, rowJson } from '../../db/row-json.ts';
+import { allRows, template, templatesBy } from '../../db/templates.ts';
 
 /** Inserts or refreshes the customer with this email; given names and phone overwrite, absent ones are kept. */
 export async function upsertCustomer(db: Executor, row: NewRow<'customers'>): Promise<Row<'customers'>> {
@@ -26,11 +25,11 @@ export function upsertCustomerQuery(db: Executor, row: NewRow<'customers'>) {
 }
 
 /**
- * A customer's row from its JSON (`to_jsonb(customers)`, `to_json`), as node-postgres would have decoded its
+ * A customer's row from its JSON (`to_jsonb(customers)`), as node-postgres would have decoded its
  * columns: timestamps as dates, the rest as JSON has them (bigint `seq` is a number either way).
  */
-export function customerFromJson(json: unknown): Row<'customers'> {
-  return rowFromJson<Row<'customers'>>(json, ['created_at', 'updated_at']);
+export function customerFromJson(json: Record<string, unknown>): Row<'customers'> {
+  return { ...(json as unknown as Row<'customers'>), created_at: new Date(json.created_at as string), updated_at: new Date(json.updated_at as string) };
 }
 
 export async function findCustomer(db: Executor, teamId: string, id: string): Promise<Row<'customers'> | undefined> {
@@ -48,11 +47,19 @@ export const customersQuery = template(['value', 'list'], (db: Executor, teamId:
 );
 
 /**
- * The team's customer whose id another module's subquery names, as JSON (null when there is none),
- * for a statement of several modules' reads (jsonColumns); customerFromJson reads it back.
+ * The team's customer whose id another module's subquery names (an order's customer, by the
+ * order's id: KeyedIdSubquery), as a query to send with others (readTogether). Compiled once per
+ * subquery (one template each), like any hot read.
  */
-export const customerOfJson = (db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string): JsonRead =>
-  db.selectFrom('customers as c').select(rowJson('c').as('customer')).where('c.team_id', '=', teamId).where('c.id', '=', idOf(db, teamId, key));
+export function customerOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
+  return customerOf(idOf)(db, teamId, key);
+}
+
+const customerOf = templatesBy((idOf: KeyedIdSubquery) =>
+  template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
+    db.selectFrom('customers').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
+  ),
+);
 
 export async function updateCustomer(
   db: Executor,

@@ -3,7 +3,7 @@ import { newId } from '../../app/ids.ts';
 import type { ListQuery } from '../../app/schemas.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { Row } from '../../db/schema.ts';
+import type { KeyedIdSubquery, Row } from '../../db/schema.ts';
 import * as repo from './repo.ts';
 
 export interface CustomerInput {
@@ -63,7 +63,7 @@ export class CustomersService {
   }
 
   /** A customer's row as another module's statement answered it, as JSON (`to_jsonb`). */
-  fromJson(json: unknown): Row<'customers'> {
+  fromJson(json: Record<string, unknown>): Row<'customers'> {
     return repo.customerFromJson(json);
   }
 
@@ -91,11 +91,10 @@ export class CustomersService {
     return repo.customersQuery(db, teamId, ids);
   }
 
-  /**
-   * The customer another module's subquery names (an order's, by the order's id), as JSON for a
-   * statement of several modules' reads (jsonColumns); fromJson reads it back.
-   */
-  readonly findOfJson = repo.customerOfJson;
+  /** The customer another module's subquery names (an order's, by the order's id), as a query to send with others (readTogether). */
+  findOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
+    return repo.customerOfQuery(db, teamId, idOf, key);
+  }
 
   update(db: Executor, teamId: string, id: string, patch: { first_name?: string; last_name?: string; phone?: string }) {
     return repo.updateCustomer(db, teamId, id, patch);

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { deferWrite, type Executor, firstWithNext } from '../../db/database.ts';
-import { firstRow, template } from '../../db/templates.ts';
-import { type JsonRead, rowFromJson, rowJson } from '../../db/row-json.ts';
+import { firstRow, template, templatesBy } from '../../db/templates.ts';
 import type { KeyedIdSubquery, NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { FIRST_PAYMENT_TYPES } from '../payments/states.ts';
 
@@ -104,16 +103,18 @@ const paymentMethodQuery = template(['value', 'value'], (db: Executor, teamId: s
 );
 
 /**
- * The team's payment method whose id another module's subquery names, as JSON (null when there is
- * none), for a statement of several modules' reads (jsonColumns); paymentMethodFromJson reads it back.
+ * The saved payment method another module's subquery names (an order's, by the order's id:
+ * KeyedIdSubquery), as a query to send with others (readTogether); compiled once per subquery.
  */
-export const paymentMethodOfJson = (db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string): JsonRead =>
-  db.selectFrom('payment_methods as m').select(rowJson('m').as('method')).where('m.team_id', '=', teamId).where('m.id', '=', idOf(db, teamId, key));
-
-/** paymentMethodOfJson's answer as a row, as node-postgres would have decoded it. */
-export function paymentMethodFromJson(json: unknown): Row<'payment_methods'> | undefined {
-  return json == null ? undefined : rowFromJson<Row<'payment_methods'>>(json, ['created_at']);
+export function paymentMethodOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
+  return paymentMethodOf(idOf)(db, teamId, key);
 }
+
+const paymentMethodOf = templatesBy((idOf: KeyedIdSubquery) =>
+  template(['value', 'value'], (db: Executor, teamId: string, key: string) =>
+    db.selectFrom('payment_methods').selectAll().where('team_id', '=', teamId).where('id', '=', idOf(db, teamId, key)),
+  ),
+);
 
 export async function findByProviderRef(db: Executor, teamId: string, gatewayId: string, providerRef: string): Promise<Row<'transactions'> | undefined> {
   return db

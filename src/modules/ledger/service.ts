@@ -2,7 +2,7 @@ import { ApiError, invalid, notFound } from '../../app/errors.ts';
 import { newId } from '../../app/ids.ts';
 import type { Executor, Store, Tx } from '../../db/database.ts';
 import { listPage, type Page } from '../../db/pagination.ts';
-import type { Row } from '../../db/schema.ts';
+import type { KeyedIdSubquery, Row } from '../../db/schema.ts';
 import type { ReversalOutcome } from '../../providers/provider.ts';
 import * as repo from './repo.ts';
 import { closeAttempt, closeAttemptAtCommit, moveTransaction } from './moves.ts';
@@ -54,12 +54,10 @@ export class LedgerService {
     return repo.findPaymentMethod(db, teamId, id);
   }
 
-  /**
-   * The saved payment method another module's subquery names (an order's, by the order's id), as
-   * JSON for a statement of several modules' reads (jsonColumns), and its reader.
-   */
-  readonly paymentMethodOfJson = repo.paymentMethodOfJson;
-  readonly paymentMethodFromJson = repo.paymentMethodFromJson;
+  /** The saved payment method another module's subquery names (an order's, by the order's id), as a query to send with others. */
+  paymentMethodOfQuery(db: Executor, teamId: string, idOf: KeyedIdSubquery, key: string) {
+    return repo.paymentMethodOfQuery(db, teamId, idOf, key);
+  }
 
   orderTransactions(db: Executor, teamId: string, orderId: string) {
     return repo.listOrderTransactions(db, teamId, orderId);

@@ -1,7 +1,6 @@
 import { deferWrite, type Executor, sendWithNext } from '../../db/database.ts';
 import type { NewRow, Row } from '../../db/schema.ts';
 import { allRows, template } from '../../db/templates.ts';
-import { type JsonRead, rowFromJson, rowsJson } from '../../db/row-json.ts';
 
 /*
  * An order's lines (order_lines): a new order's with its first timeline rows, an upsell's added
@@ -102,17 +101,3 @@ export async function linesOf(db: Executor, teamId: string, orderIds: readonly s
 export const linesQuery = template(['value', 'list'], (db: Executor, teamId: string, orderIds: readonly string[]) =>
   db.selectFrom('order_lines').selectAll().where('team_id', '=', teamId).where('order_id', 'in', orderIds).orderBy('seq'),
 );
-
-/**
- * The order's lines as one JSON array in `seq` order, for a statement of several modules' reads
- * (jsonColumns); linesFromJson reads it back.
- */
-export const linesJson = (db: Executor, teamId: string, orderId: string): JsonRead =>
-  db.selectFrom('order_lines as l').select(rowsJson('l', 'seq').as('lines')).where('l.team_id', '=', teamId).where('l.order_id', '=', orderId);
-
-/** linesJson's answer as rows, as linesQuery's would be. */
-export function linesFromJson(json: unknown): Row<'order_lines'>[] {
-  return (json as unknown[]).map((line) => rowFromJson<Row<'order_lines'>>(line, LINE_TIMESTAMPS));
-}
-
-const LINE_TIMESTAMPS = ['created_at'] as const;

@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import { deferWrite, type Executor } from '../../db/database.ts';
 import type { NewRow, Row, RowPatch } from '../../db/schema.ts';
 import { firstRow, template } from '../../db/templates.ts';
-import { type JsonRead, rowFromJson, rowJson } from '../../db/row-json.ts';
 
 /*
  * An order's claims on its upsells (order_upsells): one per order and upsell, taken before the
@@ -17,15 +16,6 @@ export async function findOrderUpsell(db: Executor, teamId: string, orderId: str
 export const orderUpsellQuery = template(['value', 'value', 'value'], (db: Executor, teamId: string, orderId: string, upsellId: string) =>
   db.selectFrom('order_upsells').selectAll().where('team_id', '=', teamId).where('order_id', '=', orderId).where('upsell_id', '=', upsellId),
 );
-
-/** An order's claim on one upsell as JSON (null when there is none), for a statement of several modules' reads (jsonColumns). */
-export const orderUpsellJson = (db: Executor, teamId: string, orderId: string, upsellId: string): JsonRead =>
-  db.selectFrom('order_upsells as u').select(rowJson('u').as('claim')).where('u.team_id', '=', teamId).where('u.order_id', '=', orderId).where('u.upsell_id', '=', upsellId);
-
-/** orderUpsellJson's answer as a row, as orderUpsellQuery's would be. */
-export function orderUpsellFromJson(json: unknown): Row<'order_upsells'> | undefined {
-  return json == null ? undefined : rowFromJson<Row<'order_upsells'>>(json, ['created_at', 'updated_at']);
-}
 
 export async function insertOrderUpsell(db: Executor, row: NewRow<'order_upsells'>): Promise<void> {
   await deferWrite(db, insertOrderUpsellQuery(db, row));
