@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CallgrindWrap } from './callgrind.ts';
+import { CLUSTER_CHILD_ENV, WORKER_CHILD } from '../src/cli/cluster.ts';
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/checkstand.js');
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in ticks of 10 ms. */
@@ -48,10 +49,10 @@ export function serverCommand(processes: number, workers: number): string {
   return workers > 0 ? `checkstand serve --processes ${processes} + ${workers} × checkstand worker` : `checkstand serve --processes ${processes} --with-worker`;
 }
 
-/** What the server processes are: `primary + 2 API processes`, `1 API process + 1 worker process`. */
+/** What the server processes are: `primary + 2 API processes + the worker`, `1 API process + 1 worker process`. */
 export function serverProcessesLabel(processes: number, workers: number): string {
   const apis = `${processes} API process${processes === 1 ? '' : 'es'}`;
-  if (workers === 0) return processes === 1 ? `${apis}, with the worker` : `primary + ${apis}`;
+  if (workers === 0) return processes === 1 ? `${apis}, with the worker` : `primary + ${apis} + the worker`;
   return `${processes === 1 ? apis : `primary + ${apis}`} + ${workers} worker process${workers === 1 ? '' : 'es'}`;
 }
 
@@ -127,7 +128,9 @@ export async function startServerProcesses(
       // `serve --processes 1` has no cluster primary: beside worker processes it is the API process; with the worker in it, `primary` (API and worker).
       if (pid === primaryPid) return processes === 1 && workerCount > 0 ? 'api' : 'primary';
       const name = processName(pid);
-      return name === 'node' ? 'api' : name;
+      // serve's own worker child (`--with-worker` with --processes > 1) is forked with its role in its environment.
+      if (name === 'node') return clusterRole(pid) === WORKER_CHILD ? 'worker' : 'api';
+      return name;
     },
     pids: () => [
       ...(running(child) ? [primaryPid, ...descendants(primaryPid)] : []),
@@ -169,6 +172,16 @@ export function descendants(pid: number): number[] {
     queue.push(...childPids(p));
   }
   return all;
+}
+
+/** A cluster child's role as serve forked it (CLUSTER_CHILD_ENV in its environment), or undefined. */
+function clusterRole(pid: number): string | undefined {
+  try {
+    const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    return env.find((e) => e.startsWith(`${CLUSTER_CHILD_ENV}=`))?.slice(CLUSTER_CHILD_ENV.length + 1);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The command name of `pid` (`node`, `esbuild`, …), or '?' when it is gone. */

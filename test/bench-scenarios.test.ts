@@ -221,8 +221,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('bench --processes --profile on 
     try {
       expect(r.code, explain(r)).toBe(0);
       expect(r.report.passed, explain(r)).toBe(true);
-      // The primary (with the outbox worker) and each API process, each its own file.
-      expect(profiles.map((p) => p.process.split(' ')[0]).sort(), explain(r)).toEqual(['api', 'api', 'primary']);
+      // The primary, each API process and serve's worker child (--with-worker), each its own file.
+      expect(profiles.map((p) => p.process.split(' ')[0]).sort(), explain(r)).toEqual(['api', 'api', 'primary', 'worker']);
       for (const p of profiles) {
         expect(fs.existsSync(path.resolve(ROOT, p.file)), p.file).toBe(true);
         expect(p.file).toContain(p.process.replace(' ', '-'));

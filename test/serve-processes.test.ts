@@ -1,6 +1,8 @@
 /**
- * `checkstand serve --processes 2`: two API processes answer on one port, a killed one is
- * replaced while the port keeps answering, SIGTERM stops everything with exit 0; on the embedded
+ * `checkstand serve --processes 2`: two API processes answer on one port, `--with-worker` runs
+ * the outbox worker in a third child (with the API processes' V8 flags; a killed one is replaced
+ * too), a killed API process is replaced while the port keeps answering, SIGTERM stops everything
+ * with exit 0; on the embedded
  * database more than one process is refused with a one-line error naming the setting.
  *
  * Real `node bin/checkstand.js serve` processes on a scratch PostgreSQL database (the pattern of
@@ -51,6 +53,15 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The child processes of `pid` (every thread's, from /proc). */
+function childrenOf(pid: number): number[] {
+  const pids = new Set<number>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    for (const p of fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/)) if (p) pids.add(Number(p));
+  }
+  return [...pids];
 }
 
 /** GET on a fresh connection (no keep-alive): status and the answering pid, or the network error. */
@@ -153,7 +164,7 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   });
 
-  it('answers on one port from two processes, replaces a killed one, and stops on SIGTERM with exit 0', async () => {
+  it('answers on one port from two processes, runs the worker in a child of its own, replaces a killed one, and stops on SIGTERM with exit 0', async () => {
     serve = new Serve(['--processes', '2', '--with-worker'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(port) });
     const primary = serve.child.pid!;
 
@@ -163,16 +174,35 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     await serve.printed('Processes    ', 30_000);
     expect(serve.output.match(/Checkstand is running/g)).toHaveLength(1);
     expect(serve.output).toMatch(/Processes {4}2 API processes/);
+    // --with-worker: the outbox worker runs in a third child, not in the primary.
+    const workerPid = Number(/the worker, pid (\d+)/.exec(serve.output)?.[1]);
+    expect(workerPid, serve.output).toBeGreaterThan(0);
+    expect(alive(workerPid)).toBe(true);
 
     const first = await answeringPids(port, 12);
     expect(first.size).toBe(2);
     expect(first.has(primary)).toBe(false);
-    // Each API process runs with the smaller young generation; the primary with Node's own.
+    expect(first.has(workerPid)).toBe(false);
+    // Each API process and the worker's run with the smaller young generation; the primary with Node's own.
     const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    for (const pid of first) expect(cmdline(pid)).toEqual(expect.arrayContaining([`--max-semi-space-size=${API_SEMI_SPACE_MB}`, `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`]));
+    for (const pid of [...first, workerPid]) expect(cmdline(pid)).toEqual(expect.arrayContaining([`--max-semi-space-size=${API_SEMI_SPACE_MB}`, `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`]));
     expect(cmdline(primary).some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
-    // The primary runs the outbox worker (--with-worker): it set the old generation's growth itself.
-    expect(serve.output).toContain('V8 old-generation growth set (the outbox worker runs in this process)');
+    // The primary set no V8 flag for a worker of its own (the child has them from its start), and the worker runs.
+    expect(serve.output).not.toContain('V8 old-generation growth set');
+    await serve.printed('worker started', 60_000);
+    const workerStarts = () => serve!.output.split('worker started').length - 1;
+    expect(workerStarts()).toBe(1);
+
+    // SIGKILL the worker's process: a new one takes its place (the bench's --processes 2 runs check that it delivers).
+    process.kill(workerPid, 'SIGKILL');
+    await serve.printed('the outbox worker died: starting a new one', 30_000);
+    await serve.printed('the outbox worker restarted', 30_000);
+    const restarted = Date.now() + 60_000;
+    while (workerStarts() < 2) {
+      if (Date.now() > restarted) throw new Error(`the replacement worker did not start within 60 s:\n${serve.output.slice(-3000)}`);
+      await sleep(100);
+    }
+    expect(alive(workerPid)).toBe(false);
 
     // SIGKILL one child: once the primary has seen it die, the port keeps answering (from the
     // other child), and a new child takes its place. (A connection handed to the child in the
@@ -195,11 +225,16 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     expect(replacement).not.toBe(victim);
     expect(alive(victim)).toBe(false);
 
-    // SIGTERM to the primary: every process stops, the primary exits 0.
+    // SIGTERM to the primary: every process stops (the two API processes and the replacement worker), the primary exits 0.
+    const children = childrenOf(primary);
+    expect(children).toHaveLength(3);
+    expect(children).toEqual(expect.arrayContaining([survivor, replacement]));
+    expect(children).not.toContain(workerPid);
     serve.child.kill('SIGTERM');
     const end = await serve.exited(60_000);
     expect(end).toEqual({ code: 0, signal: null });
     for (const pid of [survivor, replacement]) expect(alive(pid), `API process ${pid} still running after the primary exited`).toBe(false);
+    for (const pid of children) expect(alive(pid), `child ${pid} still running after the primary exited`).toBe(false);
     const after = await get(port, '/healthz');
     expect('error' in after ? after.error : after.status).toBe('ECONNREFUSED');
   });

@@ -1,8 +1,11 @@
 /**
  * `checkstand serve --processes N`: how many API processes, and the primary's supervision of them.
  * The children are node:cluster workers sharing the API port (the primary accepts connections and
- * hands them out in turn); each runs the ordinary `serve` path. A child that dies is replaced,
- * with a growing delay when children keep dying soon after they start, and a stop ends them all.
+ * hands them out in turn); each runs the ordinary `serve` path. With `--with-worker` one more child
+ * runs the outbox worker (the `checkstand worker` path), so the primary only supervises: a process
+ * V8 started with Node's own young generation holds nothing that grows. A child that dies is
+ * replaced (an API process by an API process, the worker by a worker), with a growing delay when
+ * children keep dying soon after they start, and a stop ends them all.
  */
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
@@ -102,9 +105,17 @@ const MAX_BACKOFF_MS = 30_000;
 /** How long a stop waits for the children to finish their requests before SIGKILL. */
 const STOP_TIMEOUT_MS = 30_000;
 
+/** The environment variable a child of `serve --processes N` is forked with: its role. */
+export const CLUSTER_CHILD_ENV = 'CHECKSTAND_CLUSTER_CHILD';
+/** Its value for an API process, and for the outbox worker's process. */
+export const API_CHILD = '1';
+export const WORKER_CHILD = 'worker';
+
 export interface ApiProcesses {
-  /** Pids of the children running now. */
+  /** Pids of the API children running now. */
   pids(): number[];
+  /** Pid of the outbox worker's child running now (`withWorker`), if any. */
+  workerPid(): number | undefined;
   /** SIGTERM to every child (each closes its server and database pool), SIGKILL after the timeout. */
   stop(): Promise<void>;
 }
@@ -114,22 +125,28 @@ export interface ApiProcesses {
  * and resolves once all of them listen, with the port they share. A child that exits before the
  * first start is complete fails the start: the same error would repeat in every replacement.
  */
-export function superviseApiProcesses(count: number, log: Logger): Promise<{ port: number; processes: ApiProcesses }> {
+export function superviseApiProcesses(count: number, log: Logger, opts: { withWorker?: boolean } = {}): Promise<{ port: number; processes: ApiProcesses }> {
   const started = new Map<number, number>();
+  /** The children that run the outbox worker (one at a time), by cluster id. */
+  const workerIds = new Set<number>();
   const timers = new Set<NodeJS.Timeout>();
   let closing = false;
   let ready = false;
   let quickDeaths = 0;
 
   cluster.setupPrimary({ execArgv: apiProcessExecArgv(process.execArgv, process.env.NODE_OPTIONS) });
-  const fork = (): Worker => {
-    const w = cluster.fork({ CHECKSTAND_CLUSTER_CHILD: '1' });
+  const fork = (role: typeof API_CHILD | typeof WORKER_CHILD = API_CHILD): Worker => {
+    const w = cluster.fork({ [CLUSTER_CHILD_ENV]: role });
     started.set(w.id, Date.now());
+    if (role === WORKER_CHILD) workerIds.add(w.id);
     return w;
   };
+  const children = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w);
+  const roleOf = (w: Worker) => (workerIds.has(w.id) ? 'the outbox worker' : 'API process');
 
   const processes: ApiProcesses = {
-    pids: () => Object.values(cluster.workers ?? {}).flatMap((w) => (w?.process.pid ? [w.process.pid] : [])),
+    pids: () => children().flatMap((w) => (w.process.pid && !workerIds.has(w.id) ? [w.process.pid] : [])),
+    workerPid: () => children().find((w) => workerIds.has(w.id))?.process.pid,
     async stop() {
       closing = true;
       for (const t of timers) clearTimeout(t);
@@ -141,7 +158,7 @@ export function superviseApiProcesses(count: number, log: Logger): Promise<{ por
             new Promise<void>((resolve) => {
               if (w.isDead()) return resolve();
               const kill = setTimeout(() => {
-                log.warn({ child_pid: w.process.pid, timeout_ms: STOP_TIMEOUT_MS }, 'API process did not stop in time: killing it');
+                log.warn({ child_pid: w.process.pid, timeout_ms: STOP_TIMEOUT_MS }, `${roleOf(w)} did not stop in time: killing it`);
                 w.process.kill('SIGKILL');
               }, STOP_TIMEOUT_MS);
               w.once('exit', () => {
@@ -159,6 +176,8 @@ export function superviseApiProcesses(count: number, log: Logger): Promise<{ por
     const listening = new Set<number>();
     let port = 0;
     cluster.on('listening', (w, address) => {
+      // The worker's process may listen too (its metrics, WORKER_METRICS_PORT): not an API process.
+      if (workerIds.has(w.id)) return;
       log.info({ child_pid: w.process.pid, port: address.port }, 'API process listening');
       if (ready) return;
       listening.add(w.id);
@@ -171,24 +190,28 @@ export function superviseApiProcesses(count: number, log: Logger): Promise<{ por
     cluster.on('exit', (w, code, signal) => {
       const startedAt = started.get(w.id) ?? Date.now();
       started.delete(w.id);
+      const role = roleOf(w);
+      const wasWorker = workerIds.delete(w.id);
       if (closing) return;
       if (!ready) {
         closing = true;
-        void processes.stop().then(() => reject(new StartupError(`an API process (pid ${w.process.pid}) exited (${signal ?? `code ${code}`}) before it listened: its error is above`)));
+        const what = wasWorker ? `the outbox worker's process (pid ${w.process.pid}) exited (${signal ?? `code ${code}`}) while the API processes started` : `an API process (pid ${w.process.pid}) exited (${signal ?? `code ${code}`}) before it listened`;
+        void processes.stop().then(() => reject(new StartupError(`${what}: its error is above`)));
         return;
       }
       const livedMs = Date.now() - startedAt;
       quickDeaths = livedMs >= HEALTHY_UPTIME_MS ? 0 : quickDeaths + 1;
       const delayMs = quickDeaths === 0 ? 0 : Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (quickDeaths - 1));
-      log.error({ child_pid: w.process.pid, code, signal, lived_ms: livedMs, restart_in_ms: delayMs }, 'API process died: starting a new one');
+      log.error({ child_pid: w.process.pid, code, signal, lived_ms: livedMs, restart_in_ms: delayMs }, `${role} died: starting a new one`);
       const t = setTimeout(() => {
         timers.delete(t);
         if (closing) return;
-        const next = fork();
-        log.warn({ child_pid: next.process.pid, replaces: w.process.pid }, 'API process restarted');
+        const next = fork(wasWorker ? WORKER_CHILD : API_CHILD);
+        log.warn({ child_pid: next.process.pid, replaces: w.process.pid }, `${role} restarted`);
       }, delayMs);
       timers.add(t);
     });
     for (let i = 0; i < count; i++) fork();
+    if (opts.withWorker) fork(WORKER_CHILD);
   });
 }

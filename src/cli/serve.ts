@@ -16,7 +16,7 @@ import { isDatabaseUnavailable } from '../db/faults.ts';
 import { tokenView } from '../modules/teams/service.ts';
 import { startWorker } from '../worker/worker.ts';
 import { banner, type PrintedToken } from './banner.ts';
-import { applyHeapGrowth, resolveProcessCount, superviseApiProcesses } from './cluster.ts';
+import { API_CHILD, applyHeapGrowth, CLUSTER_CHILD_ENV, resolveProcessCount, superviseApiProcesses, WORKER_CHILD } from './cluster.ts';
 import { type ControlServer, startControlServer } from './control.ts';
 
 /** The name of the token `start` prints for the demo team. */
@@ -120,7 +120,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const config = loadConfig();
   // A child of `serve --processes N`: the API alone; the primary owns the port claim, the
   // migrations, the banner and the worker.
-  if (cluster.isWorker && process.env.CHECKSTAND_CLUSTER_CHILD === '1') return serveOne({ ...opts, worker: false, seedIfEmpty: false, sandbox: false }, config, true);
+  if (cluster.isWorker && process.env[CLUSTER_CHILD_ENV] === API_CHILD) return serveOne({ ...opts, worker: false, seedIfEmpty: false, sandbox: false }, config, true);
+  // The outbox worker's child of `serve --processes N --with-worker`: what `checkstand worker` runs.
+  if (cluster.isWorker && process.env[CLUSTER_CHILD_ENV] === WORKER_CHILD) return (await import('./commands.ts')).worker();
   if (opts.processes !== undefined) {
     const n = resolveProcessCount(opts.processes === 'auto' ? undefined : opts.processes, process.env);
     if (n.count > 1 && !config.databaseUrl) {
@@ -140,8 +142,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
  * The primary of `serve --processes N`: claims the port (a busy one fails the start before
  * anything else), applies the migrations once, releases the port and forks the N API processes
  * that share it, prints the banner once they all listen, and stops them all on SIGTERM/SIGINT.
- * `--with-worker` runs the outbox worker here, in the primary, once: not in every child (one
- * worker per `serve`, however many API processes), and a crashed API child does not take it down.
+ * `--with-worker` forks one more child that runs the outbox worker, once: not in every API process
+ * (one worker per `serve`, however many API processes). It runs with the API processes' V8 flags
+ * (the smaller young generation, which V8 reads only at a process's start: the primary, started by
+ * the user, cannot give it to itself); run in the primary, the worker held its process at 211–245 MB
+ * RSS under the bench's load (bench/README.md, twenty-eighth round). The primary keeps no database
+ * connection once the migrations are applied.
  */
 async function servePrimary(opts: ServeOptions, config: Config, count: number): Promise<void> {
   const claimed = await claimPort(config.host, config.port);
@@ -154,25 +160,16 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
     throw err;
   }
   const { ctx, log } = rt;
-  surviveDatabaseOutages(log);
-  if (opts.worker) applyHeapGrowth(log, 'the outbox worker runs in this process');
-  const worker = opts.worker ? startWorker(ctx, log) : undefined;
-  if (!worker) await rt.close();
+  const storeKind = ctx.store.kind;
+  await rt.close();
   await release();
 
-  let port: number;
-  let processes: Awaited<ReturnType<typeof superviseApiProcesses>>['processes'];
-  try {
-    ({ port, processes } = await superviseApiProcesses(count, log));
-  } catch (err) {
-    await worker?.stop().catch(() => {});
-    if (worker) await rt.close().catch(() => {});
-    throw err;
-  }
+  const { port, processes } = await superviseApiProcesses(count, log, { withWorker: opts.worker });
+  const workerPid = processes.workerPid();
   const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
-  log.info({ url: baseUrl, database: ctx.store.kind, processes: processes.pids(), worker: Boolean(worker), code: runningCode() }, 'checkstand serving');
+  log.info({ url: baseUrl, database: storeKind, processes: processes.pids(), worker: workerPid ?? false, code: runningCode() }, 'checkstand serving');
   process.stdout.write(banner({ baseUrl, database: databaseLabel(config), demo: false }) + '\n');
-  process.stdout.write(`  Processes    ${count} API processes (pids ${processes.pids().join(', ')}; this one, ${process.pid}, supervises${worker ? ' and runs the worker' : ''})\n\n`);
+  process.stdout.write(`  Processes    ${count} API processes (pids ${processes.pids().join(', ')}${workerPid ? `; the worker, pid ${workerPid}` : ''}; this one, ${process.pid}, supervises)\n\n`);
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -180,11 +177,6 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
     closing = true;
     log.info({ signal }, 'shutting down');
     await processes.stop();
-    if (worker) {
-      await worker.stop().catch(() => {});
-      await Promise.resolve(ctx.services.mail.close()).catch(() => {});
-      await rt!.close().catch(() => {});
-    }
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
