@@ -21,6 +21,7 @@ import pg from 'pg';
 import v8 from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv, applyHeapGrowth } from '../src/cli/cluster.ts';
+import { childPids, processName } from '../bench/server-processes.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -53,15 +54,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** The child processes of `pid` (every thread's, from /proc). */
-function childrenOf(pid: number): number[] {
-  const pids = new Set<number>();
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    for (const p of fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/)) if (p) pids.add(Number(p));
-  }
-  return [...pids];
 }
 
 /** GET on a fresh connection (no keep-alive): status and the answering pid, or the network error. */
@@ -226,7 +218,8 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     expect(alive(victim)).toBe(false);
 
     // SIGTERM to the primary: every process stops (the two API processes and the replacement worker), the primary exits 0.
-    const children = childrenOf(primary);
+    // Its node children: not tsx's esbuild helper, there when the sources run without a current bundle.
+    const children = childPids(primary).filter((pid) => processName(pid) === 'node');
     expect(children).toHaveLength(3);
     expect(children).toEqual(expect.arrayContaining([survivor, replacement]));
     expect(children).not.toContain(workerPid);

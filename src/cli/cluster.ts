@@ -116,7 +116,7 @@ export interface ApiProcesses {
   pids(): number[];
   /** Pid of the outbox worker's child running now (`withWorker`), if any. */
   workerPid(): number | undefined;
-  /** SIGTERM to every child (each closes its server and database pool), SIGKILL after the timeout. */
+  /** SIGTERM to every child (an API process closes its server and database pool, the worker's finishes what it holds), SIGKILL after the timeout. */
   stop(): Promise<void>;
 }
 

@@ -167,7 +167,7 @@ async function servePrimary(opts: ServeOptions, config: Config, count: number): 
   const { port, processes } = await superviseApiProcesses(count, log, { withWorker: opts.worker });
   const workerPid = processes.workerPid();
   const baseUrl = config.publicBaseUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
-  log.info({ url: baseUrl, database: storeKind, processes: processes.pids(), worker: workerPid ?? false, code: runningCode() }, 'checkstand serving');
+  log.info({ url: baseUrl, database: storeKind, processes: processes.pids(), worker: workerPid !== undefined, worker_pid: workerPid ?? null, code: runningCode() }, 'checkstand serving');
   process.stdout.write(banner({ baseUrl, database: databaseLabel(config), demo: false }) + '\n');
   process.stdout.write(`  Processes    ${count} API processes (pids ${processes.pids().join(', ')}${workerPid ? `; the worker, pid ${workerPid}` : ''}; this one, ${process.pid}, supervises)\n\n`);
 
