@@ -13,6 +13,19 @@ import type { CallgrindWrap } from './callgrind.ts';
 import { CLUSTER_CHILD_ENV, WORKER_CHILD } from '../src/cli/cluster.ts';
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/checkstand.js');
+
+/**
+ * The node flags in a script's `#!/usr/bin/env -S node …` line (none for a plain `#!/usr/bin/env
+ * node`): what node starts with when the script runs as a command. The bench starts `checkstand`
+ * through `process.execPath` (with its profiling flags), so it passes these itself, to measure
+ * the server as `npx checkstand serve` runs it.
+ */
+export function shebangNodeFlags(file: string = BIN): string[] {
+  const first = fs.readFileSync(file, 'utf8').split('\n', 1)[0]!;
+  const m = /^#!\s*\/usr\/bin\/env\s+(?:-S\s+)?node((?:\s+\S+)*)\s*$/.exec(first);
+  if (!m) throw new Error(`${file}: its first line is not a "#!/usr/bin/env [-S] node …" line: ${first}`);
+  return m[1]!.trim().split(/\s+/).filter(Boolean);
+}
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in ticks of 10 ms. */
 const MS_PER_TICK = 10;
 
@@ -80,7 +93,7 @@ export async function startServerProcesses(
   };
   /** A `checkstand` command as a child process: its output kept for a failure message, killed if the bench exits first. */
   const start = (args: string[], childEnv: NodeJS.ProcessEnv) => {
-    const c = spawn(program!, [...programArgs, ...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(program!, [...programArgs, ...shebangNodeFlags(), ...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     process.once('exit', () => {
       if (running(c)) c.kill('SIGKILL');
     });

@@ -1,10 +1,18 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=4
 /**
- * The `checkstand` command line. The command table is plain JavaScript and loads only commander,
- * so `--help` and `--version` answer at once; a command that runs imports its module when it runs,
- * and that module loads only what the command needs: from the bundle in build/ (made by `npm
- * install`, `npm run build:server`) while it is up to date with the sources, else from src/cli/
- * through tsx (the TypeScript sources run as they are: a clone that changed them needs no build).
+ * The `checkstand` command line. Run as a command (`npx checkstand`, an installed package's bin),
+ * node starts with the shebang's flag: V8's young generation at 4 MB per semi-space instead of
+ * 16, as serve's API children have it (API_SEMI_SPACE_MB in src/cli/cluster.ts; a test holds the
+ * two equal). V8 reads it only at start, so a process cannot give it to itself: without it a
+ * `serve --processes 1` on PostgreSQL ended the bench at 224 MB RSS (README, "Memory"). `node
+ * bin/checkstand.js …` takes node's flags from its own command line instead; this line's flag
+ * comes after NODE_OPTIONS, so it wins over a size given there.
+ *
+ * The command table is plain JavaScript and loads only commander, so `--help` and `--version`
+ * answer at once; a command that runs imports its module when it runs, and that module loads only
+ * what the command needs: from the bundle in build/ (made by `npm install`, `npm run
+ * build:server`) while it is up to date with the sources, else from src/cli/ through tsx (the
+ * TypeScript sources run as they are: a clone that changed them needs no build).
  */
 /* global URL */
 import fs from 'node:fs';

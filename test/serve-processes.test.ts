@@ -21,7 +21,7 @@ import pg from 'pg';
 import v8 from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv, applyHeapGrowth } from '../src/cli/cluster.ts';
-import { childPids, processName } from '../bench/server-processes.ts';
+import { childPids, processName, shebangNodeFlags } from '../bench/server-processes.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -84,12 +84,20 @@ async function answeringPids(port: number, n: number): Promise<Set<number>> {
   return pids;
 }
 
-/** `checkstand <command> …args` (serve unless told), run by node with `nodeFlags`; its stdout and stderr together in `output`. */
+/**
+ * `checkstand <command> …args` (serve unless told), run by node with `nodeFlags`, or (`asCommand`)
+ * run as a command, as `npx checkstand` runs it: the script itself, its shebang line starting node;
+ * its stdout and stderr together in `output`.
+ */
 class Serve {
   readonly child: ChildProcess;
   output = '';
-  constructor(args: string[], env: NodeJS.ProcessEnv, opts: { command?: string; nodeFlags?: string[] } = {}) {
-    this.child = spawn(process.execPath, [...(opts.nodeFlags ?? []), BIN, opts.command ?? 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(args: string[], env: NodeJS.ProcessEnv, opts: { command?: string; nodeFlags?: string[]; asCommand?: boolean } = {}) {
+    const argv = [opts.command ?? 'serve', ...args];
+    this.child = opts.asCommand
+      ? // The shebang's `env` finds node on PATH: this test's own node first.
+        spawn(BIN, argv, { env: { ...env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${env.PATH ?? ''}` }, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(process.execPath, [...(opts.nodeFlags ?? []), BIN, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(this.child);
     this.child.once('exit', () => live.delete(this.child));
     this.child.stdout!.on('data', (d: Buffer) => (this.output += String(d)));
@@ -232,9 +240,13 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     expect('error' in after ? after.error : after.status).toBe('ECONNREFUSED');
   });
 
-  it("serve --processes 1 sets an API child's old-generation growth in its own process", async () => {
-    const one = new Serve(['--processes', '1'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_FORMAT: 'json' });
+  it("serve --processes 1 run as a command has an API child's young generation from its shebang, and sets its old generation's growth itself", async () => {
+    const one = new Serve(['--processes', '1'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_FORMAT: 'json' }, { asCommand: true });
     await one.printed('Checkstand is running', 60_000);
+    // `env -S` replaced itself with node: the process serving is node, with the flag on its command line.
+    const args = fs.readFileSync(`/proc/${one.child.pid}/cmdline`, 'utf8').split('\0');
+    expect(processName(one.child.pid!)).toBe('node');
+    expect(args.slice(1, args.indexOf(BIN))).toEqual([`--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
     one.child.kill('SIGTERM');
     expect(await one.exited(30_000)).toEqual({ code: 0, signal: null });
     expect(one.output).toContain(`"v8_flag":"--heap-growing-percent=${API_HEAP_GROWING_PERCENT}"`);
@@ -256,6 +268,10 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
 
 describe('the node flags of an API process', () => {
   const growing = `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`;
+  it("are the checkstand command's own: its shebang gives node an API process's young generation", () => {
+    expect(shebangNodeFlags(BIN)).toEqual([`--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
+    expect(fs.statSync(BIN).mode & 0o111, 'bin/checkstand.js is executable').not.toBe(0);
+  });
   it('adds the smaller young generation and the old generation\'s growth to the primary\'s own flags', () => {
     expect(apiProcessExecArgv(['--enable-source-maps'], undefined)).toEqual(['--enable-source-maps', `--max-semi-space-size=${API_SEMI_SPACE_MB}`, growing]);
   });
