@@ -28,9 +28,13 @@ const SERVER_URL = process.env.TEST_DATABASE_URL;
 const SECRET_KEY = 'd4'.repeat(32);
 
 const live = new Set<ChildProcess>();
-process.once('exit', () => {
+const killLive = () => {
   for (const c of live) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
+};
+process.once('exit', killLive);
+// A test that failed before stopping its processes: they go when the file ends (vitest's worker
+// may outlive it, and an idle serve would keep running).
+afterAll(killLive);
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
