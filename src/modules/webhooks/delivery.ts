@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import { Webhook } from 'standardwebhooks';
 import { configCache } from '../../app/cache.ts';
 import { newId } from '../../app/ids.ts';
 import { type Secrets, SealedValues } from '../../app/secrets.ts';
@@ -9,6 +8,7 @@ import { eventView } from '../events/service.ts';
 import * as repo from './repo.ts';
 import { retryAfterMs, retryDelayMs } from './schedule.ts';
 import { postWebhook, type SendResult } from './sender.ts';
+import { WebhookSigner } from './signing.ts';
 import type { WebhooksOptions } from './service.ts';
 
 export const USER_AGENT = 'Checkstand-Webhooks/1';
@@ -57,11 +57,11 @@ export class WebhookDeliveries {
     this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * opts.timeoutMs + 10_000);
     this.batchSize = opts.batchSize ?? 10;
     this.random = opts.random ?? Math.random;
-    this.signers = new SealedValues(secrets, (secret) => new Webhook(secret));
+    this.signers = new SealedValues(secrets, (secret) => new WebhookSigner(secret));
   }
 
   /** Endpoints' signers, their secrets opened once per sealed value (a delivery no longer decrypts them). */
-  private readonly signers: SealedValues<Webhook>;
+  private readonly signers: SealedValues<WebhookSigner>;
 
   get maxAttempts(): number {
     return this.opts.retryScheduleMs.length + 1;
