@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AppContext, createContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';
 import type { EventType } from '../src/modules/events/catalogue.ts';
-import { type RunningWorker, startWorker } from '../src/worker/worker.ts';
+import { msFromEnv, type RunningWorker, startWorker } from '../src/worker/worker.ts';
 import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
@@ -75,8 +75,8 @@ function separateWorkerContext(): AppContext {
   return createContext(app.ctx.config, app.store, app.ctx.secrets);
 }
 
-function startSeparateWorker(): RunningWorker {
-  const w = startWorker(separateWorkerContext(), log, { schedules: [], pollMs: POLL_MS });
+function startSeparateWorker(opts: { gatherMs?: number } = {}): RunningWorker {
+  const w = startWorker(separateWorkerContext(), log, { schedules: [], pollMs: POLL_MS, ...opts });
   workers.push(w);
   return w;
 }
@@ -186,6 +186,39 @@ describe('waking without polling', () => {
     const mail = (await team.api.get(`/v1/mail/${(await mailOf())!.id}`)).body.data;
     expect(mail).toMatchObject({ status: 'sent', transport: 'file' });
     expect(fs.existsSync(mail.eml_path)).toBe(true);
+  });
+
+  it('a separate worker woken for a delivery waits its gather window: the deliveries committed meanwhile go out in the same claim', async () => {
+    // Long enough for three commits 100 ms apart on a loaded machine (WORKER_GATHER_MS's default is 25 ms).
+    const GATHER_MS = 3_000;
+    const rx = await receiver();
+    const ep = await createEndpoint(rx.url);
+    startSeparateWorker({ gatherMs: GATHER_MS });
+    // Its first drain, and the one LISTEN's start asks for (after a gather), are over.
+    await sleep(GATHER_MS + 1_000);
+
+    const ids: string[] = [];
+    let emittedMs = 0;
+    let deliveredMs = 0;
+    const statements = await countStatements(async () => {
+      const started = Date.now();
+      // Three transactions, each notifying on its commit; the worker, idle, is woken by the first.
+      for (let i = 0; i < 3; i++) {
+        ids.push((await emit('order.upsell_added', 400 + i)).id);
+        await sleep(100);
+      }
+      emittedMs = Date.now() - started;
+      await until(() => ids.every((id) => rx.ids.includes(id)), PROMPT_MS);
+      deliveredMs = Date.now() - started;
+      await sleep(300);
+    });
+    expect(emittedMs, 'the three commits took longer than the gather window').toBeLessThan(GATHER_MS);
+    const claims = statements.filter((s) => s.startsWith('WITH claimed AS ( UPDATE webhook_deliveries'));
+    expect(claims, statements.join('\n')).toHaveLength(1);
+    // It waited for the window before claiming (the first commit woke it).
+    expect(deliveredMs).toBeGreaterThanOrEqual(GATHER_MS);
+    expect([...rx.ids].filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
+    await deleteEndpoint(ep.id);
   });
 
   it('two separate workers, both woken for every event, deliver each of 30 events exactly once', async () => {
@@ -318,5 +351,18 @@ describe('statements per outcome', () => {
     // Each keeps its own Message-ID.
     expect(new Set(mails.map((m) => m.transport_ref)).size).toBe(3);
     expect(statements, statements.join('\n')).toHaveLength(2);
+  });
+});
+
+describe('the worker settings from the environment', () => {
+  it('WORKER_GATHER_MS and WORKER_POLL_MS take whole milliseconds in their range, and name the setting when they are not', () => {
+    expect(msFromEnv({}, 'WORKER_GATHER_MS', 0, 10_000)).toBeUndefined();
+    expect(msFromEnv({ WORKER_GATHER_MS: '' }, 'WORKER_GATHER_MS', 0, 10_000)).toBeUndefined();
+    expect(msFromEnv({ WORKER_GATHER_MS: '0' }, 'WORKER_GATHER_MS', 0, 10_000)).toBe(0);
+    expect(msFromEnv({ WORKER_GATHER_MS: '40' }, 'WORKER_GATHER_MS', 0, 10_000)).toBe(40);
+    for (const bad of ['-1', '2.5', 'soon', '10001']) {
+      expect(() => msFromEnv({ WORKER_GATHER_MS: bad }, 'WORKER_GATHER_MS', 0, 10_000)).toThrow(`WORKER_GATHER_MS must be an integer number of milliseconds from 0 to 10000, got ${bad}`);
+    }
+    expect(() => msFromEnv({ WORKER_POLL_MS: '5' }, 'WORKER_POLL_MS', 10, 3_600_000)).toThrow(/WORKER_POLL_MS must be/);
   });
 });
