@@ -1101,7 +1101,7 @@ async function main(): Promise<number> {
     // is counted as the worker's. Without a warm-up the statements are not counted apart.
     const splitInWarmup = !servers && opts.warmupS > 0;
     if (!servers) {
-      const start = () => startWorker(rt!.ctx, logger, { schedules: BENCH_SCHEDULES });
+      const start = () => startWorker(rt!.ctx, logger, { schedules: BENCH_SCHEDULES, withApi: true });
       outboxWorker = splitInWarmup ? workerScope.run(true, start) : start();
     }
 
@@ -1755,7 +1755,7 @@ async function main(): Promise<number> {
             : `server: ${serverCommand(opts.processes, opts.workers)} (child processes); this process: setup and checks; worker threads: driver, sandbox (${provider.label}), webhook receiver`,
         worker:
           opts.processes === null
-            ? `startWorker(ctx, log, { schedules: [${BENCH_SCHEDULES.map((x) => x.name).join(', ')}] }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
+            ? `startWorker(ctx, log, { schedules: [${BENCH_SCHEDULES.map((x) => x.name).join(', ')}], withApi: true }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
             : `the serve primary's worker (default schedules and polling); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`,
       },
       targets: {

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AppContext, createContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';
 import type { EventType } from '../src/modules/events/catalogue.ts';
-import { msFromEnv, type RunningWorker, startWorker } from '../src/worker/worker.ts';
+import { DEFAULT_GATHER_MS, gatherMsOf, msFromEnv, type RunningWorker, startWorker } from '../src/worker/worker.ts';
 import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
@@ -364,5 +364,14 @@ describe('the worker settings from the environment', () => {
       expect(() => msFromEnv({ WORKER_GATHER_MS: bad }, 'WORKER_GATHER_MS', 0, 10_000)).toThrow(`WORKER_GATHER_MS must be an integer number of milliseconds from 0 to 10000, got ${bad}`);
     }
     expect(() => msFromEnv({ WORKER_POLL_MS: '5' }, 'WORKER_POLL_MS', 10, 3_600_000)).toThrow(/WORKER_POLL_MS must be/);
+  });
+
+  it("gathers for DEFAULT_GATHER_MS in a worker of its own and not at all beside the API, unless WORKER_GATHER_MS or the option says otherwise", () => {
+    expect(DEFAULT_GATHER_MS).toBeGreaterThan(0);
+    expect(gatherMsOf({}, {})).toBe(DEFAULT_GATHER_MS);
+    expect(gatherMsOf({ withApi: true }, {})).toBe(0);
+    expect(gatherMsOf({ withApi: true }, { WORKER_GATHER_MS: '40' })).toBe(40);
+    expect(gatherMsOf({}, { WORKER_GATHER_MS: '0' })).toBe(0);
+    expect(gatherMsOf({ gatherMs: 7, withApi: true }, { WORKER_GATHER_MS: '40' })).toBe(7);
   });
 });

@@ -255,7 +255,7 @@ async function serveOne(opts: ServeOptions, config: Config, clusterChild: boolea
       state = { ...state, token_id: issued.token.id };
     }
 
-    const worker = opts.worker ? startWorker(ctx, log) : undefined;
+    const worker = opts.worker ? startWorker(ctx, log, { withApi: true }) : undefined;
     if (worker) cleanups.push(() => worker.stop());
     const control = embedded ? await startControlServer(config.dataDir, controlHandlers(rt, baseUrl)) : undefined;
     if (control && 'skipped' in control) log.warn({ reason: control.skipped }, 'no control socket: `checkstand token` commands cannot reach this process');

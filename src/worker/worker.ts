@@ -49,7 +49,7 @@ export const DEFAULT_POLL_MS = 5_000;
  * own: on the card funnel with `serve --processes 2 --with-worker`, 25 ms took the worker's CPU
  * from 3.2 to 2.1–2.4 ms per funnel, PostgreSQL's from 11.1–11.6 to 8.8–10.4 ms and its commits
  * from 11 to 9.3, for ≈ 15 ms more webhook lag at the median (bench/README.md, twenty-ninth
- * round). A worker that shares its thread with the API gathered them anyway (no change measured).
+ * round). A worker that shares its thread with the API does not wait (WorkerOptions.withApi).
  */
 export const DEFAULT_GATHER_MS = 25;
 
@@ -137,16 +137,28 @@ export interface WorkerOptions {
   /**
    * How long a drainer woken by a notification or a nudge waits before it claims, gathering what
    * is committed meanwhile into one claim. Not after a poll, nor at start. Default
-   * WORKER_GATHER_MS, else DEFAULT_GATHER_MS; 0 claims at once.
+   * WORKER_GATHER_MS, else DEFAULT_GATHER_MS (0 with `withApi`); 0 claims at once.
    */
   gatherMs?: number;
+  /**
+   * The worker shares its process, and its thread, with the API (`serve`/`start`): it does not
+   * gather unless WORKER_GATHER_MS says so. The API's load batches its claims already (0.9
+   * statements per funnel either way), and there a gathered burst of deliveries held the API's
+   * requests: p99 per call 9–21 % higher in 3 of 3 pairs (bench/README.md, twenty-ninth round).
+   */
+  withApi?: boolean;
+}
+
+/** A worker's gather window: its option, else WORKER_GATHER_MS, else DEFAULT_GATHER_MS for a worker of its own and none beside the API. */
+export function gatherMsOf(opts: Pick<WorkerOptions, 'gatherMs' | 'withApi'>, env: NodeJS.ProcessEnv): number {
+  return opts.gatherMs ?? msFromEnv(env, 'WORKER_GATHER_MS', 0, 10_000) ?? (opts.withApi ? 0 : DEFAULT_GATHER_MS);
 }
 
 export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = {}): RunningWorker {
   const schedules = opts.schedules ?? SCHEDULES;
   const drainers = opts.drainers ?? ctx.drainers;
   const pollMs = opts.pollMs ?? msFromEnv(process.env, 'WORKER_POLL_MS', 10, 3_600_000) ?? DEFAULT_POLL_MS;
-  const gatherMs = opts.gatherMs ?? msFromEnv(process.env, 'WORKER_GATHER_MS', 0, 10_000) ?? DEFAULT_GATHER_MS;
+  const gatherMs = gatherMsOf(opts, process.env);
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<unknown>>();
   let stopped = false;
