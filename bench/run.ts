@@ -1756,7 +1756,7 @@ async function main(): Promise<number> {
         worker:
           opts.processes === null
             ? `startWorker(ctx, log, { schedules: [${BENCH_SCHEDULES.map((x) => x.name).join(', ')}], withApi: true }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
-            : `the serve primary's worker (default schedules and polling); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`,
+            : `serve's worker child or the checkstand worker processes (default schedules, polling and gather window); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`,
       },
       targets: {
         funnels_per_s: rateTarget,

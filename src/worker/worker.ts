@@ -47,9 +47,9 @@ export const DEFAULT_POLL_MS = 5_000;
  * committed meanwhile go out in the same claim. A worker in a process of its own is idle when a
  * notification comes, so without it every delivery and mail was claimed, and recorded, on its
  * own: on the card funnel with `serve --processes 2 --with-worker`, 25 ms took the worker's CPU
- * from 3.2 to 2.1–2.4 ms per funnel, PostgreSQL's from 11.1–11.6 to 8.8–10.4 ms and its commits
- * from 11 to 9.3, for ≈ 15 ms more webhook lag at the median (bench/README.md, twenty-ninth
- * round). A worker that shares its thread with the API does not wait (WorkerOptions.withApi).
+ * from 2.8–3.5 to 2.0–2.4 ms per funnel and PostgreSQL's commits from 10.9–11.1 to 9.2–9.4, for
+ * ≈ 17 ms more webhook lag at the median (bench/README.md, twenty-ninth round). A worker that
+ * shares its thread with the API does not wait (WorkerOptions.withApi).
  */
 export const DEFAULT_GATHER_MS = 25;
 
