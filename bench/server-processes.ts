@@ -87,13 +87,15 @@ export async function startServerProcesses(
   const profiling = opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`] : [];
   // --callgrind: serve runs under valgrind (bench/callgrind.ts); its pid is the node process's own.
   const [program, ...programArgs] = opts.wrap ? [...opts.wrap.command, process.execPath, ...opts.wrap.nodeFlags] : [process.execPath];
+  // As `npx checkstand …` starts node (read once per run, for serve and every worker).
+  const commandFlags = shebangNodeFlags();
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + String(d)).slice(-20_000);
   };
   /** A `checkstand` command as a child process: its output kept for a failure message, killed if the bench exits first. */
   const start = (args: string[], childEnv: NodeJS.ProcessEnv) => {
-    const c = spawn(program!, [...programArgs, ...shebangNodeFlags(), ...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(program!, [...programArgs, ...commandFlags, ...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     process.once('exit', () => {
       if (running(c)) c.kill('SIGKILL');
     });

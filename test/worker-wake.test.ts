@@ -5,10 +5,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, msFromEnv } from '../src/app/config.ts';
 import { type AppContext, createContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';
 import type { EventType } from '../src/modules/events/catalogue.ts';
-import { DEFAULT_GATHER_MS, gatherMsOf, msFromEnv, type RunningWorker, startWorker } from '../src/worker/worker.ts';
+import { DEFAULT_GATHER_MS, gatherMsOf, type RunningWorker, startWorker } from '../src/worker/worker.ts';
 import { email, type Funnel, seedFunnel } from './support/fixtures.ts';
 import { startTestApp, type TestApp, type TestTeam } from './support/harness.ts';
 
@@ -368,10 +369,11 @@ describe('the worker settings from the environment', () => {
 
   it("gathers for DEFAULT_GATHER_MS in a worker of its own and not at all beside the API, unless WORKER_GATHER_MS or the option says otherwise", () => {
     expect(DEFAULT_GATHER_MS).toBeGreaterThan(0);
-    expect(gatherMsOf({}, {})).toBe(DEFAULT_GATHER_MS);
-    expect(gatherMsOf({ withApi: true }, {})).toBe(0);
-    expect(gatherMsOf({ withApi: true }, { WORKER_GATHER_MS: '40' })).toBe(40);
-    expect(gatherMsOf({}, { WORKER_GATHER_MS: '0' })).toBe(0);
-    expect(gatherMsOf({ gatherMs: 7, withApi: true }, { WORKER_GATHER_MS: '40' })).toBe(7);
+    const configured = (env: NodeJS.ProcessEnv) => loadConfig(env).workerGatherMs;
+    expect(gatherMsOf({}, configured({}))).toBe(DEFAULT_GATHER_MS);
+    expect(gatherMsOf({ withApi: true }, configured({}))).toBe(0);
+    expect(gatherMsOf({ withApi: true }, configured({ WORKER_GATHER_MS: '40' }))).toBe(40);
+    expect(gatherMsOf({}, configured({ WORKER_GATHER_MS: '0' }))).toBe(0);
+    expect(gatherMsOf({ gatherMs: 7, withApi: true }, configured({ WORKER_GATHER_MS: '40' }))).toBe(7);
   });
 });

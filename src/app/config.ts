@@ -31,6 +31,10 @@ export interface Config {
   dbStartupWaitMs: number;
   /** `checkstand worker`'s own /metrics, /healthz and /readyz listener (on HOST); unset: none, 0: any free port. */
   workerMetricsPort: number | undefined;
+  /** WORKER_POLL_MS: how often an idle worker looks for work it was not told of (src/worker/worker.ts's default when unset). */
+  workerPollMs: number | undefined;
+  /** WORKER_GATHER_MS: how long a worker woken for new work waits before it claims (worker.ts's gatherMsOf when unset). */
+  workerGatherMs: number | undefined;
   /** Card rebills: the hour (0–23, the team's time zone) cycles fall due; the dunning retries (days after a cycle's due day); what the last failed retry does. */
   rebill: RebillSettings;
   /** Lets webhook endpoints target loopback, private, link-local and other non-public addresses (development, tests). */
@@ -110,6 +114,15 @@ function intFrom(value: string | undefined, fallback: number, name: string): num
   return n;
 }
 
+/** A duration setting: an integer number of milliseconds from `min` to `max`; undefined when unset. */
+export function msFromEnv(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer number of milliseconds from ${min} to ${max}, got ${raw}`);
+  return n;
+}
+
 function boolFrom(value: string | undefined, fallback: boolean, name: string): boolean {
   if (value === undefined || value === '') return fallback;
   if (/^(true|1|yes|on)$/i.test(value)) return true;
@@ -171,6 +184,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbConnectTimeoutMs: intFrom(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
     dbStartupWaitMs: intFrom(env.DATABASE_STARTUP_WAIT_MS, 30_000, 'DATABASE_STARTUP_WAIT_MS'),
     workerMetricsPort: env.WORKER_METRICS_PORT ? intFrom(env.WORKER_METRICS_PORT, 0, 'WORKER_METRICS_PORT') : undefined,
+    workerPollMs: msFromEnv(env, 'WORKER_POLL_MS', 10, 3_600_000),
+    workerGatherMs: msFromEnv(env, 'WORKER_GATHER_MS', 0, 10_000),
     rebill: rebillFrom(env),
     webhookAllowPrivateTargets: boolFrom(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'),
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 10_000, 'WEBHOOK_TIMEOUT_MS'),

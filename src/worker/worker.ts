@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { AppContext } from '../app/context.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
@@ -52,17 +53,6 @@ export const DEFAULT_POLL_MS = 5_000;
  * shares its thread with the API does not wait (WorkerOptions.withApi).
  */
 export const DEFAULT_GATHER_MS = 25;
-
-/** A WORKER_* duration from the environment: an integer number of milliseconds from `min` to `max`; undefined when unset. */
-export function msFromEnv(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer number of milliseconds from ${min} to ${max}, got ${raw}`);
-  return n;
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Periodic housekeeping and the stuck-payment watchdog. */
 export const SCHEDULES: Schedule[] = [
@@ -129,7 +119,7 @@ export interface WorkerOptions {
   /**
    * How often an idle drainer looks for due work it was not woken for (retries coming due, leases
    * of killed workers running out, a notification lost while the LISTEN connection was down).
-   * Default WORKER_POLL_MS, else 5 s.
+   * Default WORKER_POLL_MS (config.workerPollMs), else 5 s.
    */
   pollMs?: number;
   /** LISTEN for the database's notifications (default true); without it any in-process nudge wakes every drainer. */
@@ -137,7 +127,7 @@ export interface WorkerOptions {
   /**
    * How long a drainer woken by a notification or a nudge waits before it claims, gathering what
    * is committed meanwhile into one claim. Not after a poll, nor at start. Default
-   * WORKER_GATHER_MS, else DEFAULT_GATHER_MS (0 with `withApi`); 0 claims at once.
+   * WORKER_GATHER_MS (config.workerGatherMs), else DEFAULT_GATHER_MS (0 with `withApi`); 0 claims at once.
    */
   gatherMs?: number;
   /**
@@ -149,16 +139,16 @@ export interface WorkerOptions {
   withApi?: boolean;
 }
 
-/** A worker's gather window: its option, else WORKER_GATHER_MS, else DEFAULT_GATHER_MS for a worker of its own and none beside the API. */
-export function gatherMsOf(opts: Pick<WorkerOptions, 'gatherMs' | 'withApi'>, env: NodeJS.ProcessEnv): number {
-  return opts.gatherMs ?? msFromEnv(env, 'WORKER_GATHER_MS', 0, 10_000) ?? (opts.withApi ? 0 : DEFAULT_GATHER_MS);
+/** A worker's gather window: its option, else WORKER_GATHER_MS (`configured`), else DEFAULT_GATHER_MS for a worker of its own and none beside the API. */
+export function gatherMsOf(opts: Pick<WorkerOptions, 'gatherMs' | 'withApi'>, configured: number | undefined): number {
+  return opts.gatherMs ?? configured ?? (opts.withApi ? 0 : DEFAULT_GATHER_MS);
 }
 
 export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = {}): RunningWorker {
   const schedules = opts.schedules ?? SCHEDULES;
   const drainers = opts.drainers ?? ctx.drainers;
-  const pollMs = opts.pollMs ?? msFromEnv(process.env, 'WORKER_POLL_MS', 10, 3_600_000) ?? DEFAULT_POLL_MS;
-  const gatherMs = gatherMsOf(opts, process.env);
+  const pollMs = opts.pollMs ?? ctx.config.workerPollMs ?? DEFAULT_POLL_MS;
+  const gatherMs = gatherMsOf(opts, ctx.config.workerGatherMs);
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<unknown>>();
   let stopped = false;
@@ -241,14 +231,13 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
     const slot: Slot = { woken: false, resolve: undefined };
     slots.set(d.name, [...(slots.get(d.name) ?? []), slot]);
     const loop = (async () => {
-      let first = true;
       while (!stopped) {
-        // Woken for new work (not a poll, not the start): what is committed in the next gatherMs joins this claim.
-        if (!first && slot.woken && gatherMs > 0) {
+        // Woken for new work (not a poll; a slot starts un-woken, so not the first drain either):
+        // what is committed in the next gatherMs joins this claim.
+        if (slot.woken && gatherMs > 0) {
           await sleep(gatherMs);
           if (stopped) break;
         }
-        first = false;
         slot.woken = false;
         try {
           const n = await d.drain(ctx, log);
