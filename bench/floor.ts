@@ -97,6 +97,8 @@ DROP TRIGGER IF EXISTS floor_events_notify ON floor_events;
 CREATE TRIGGER floor_events_notify AFTER INSERT ON floor_events FOR EACH ROW WHEN (NOT NEW.delivered) EXECUTE FUNCTION floor_notify('events');`;
 
 const TEAM = 'team_floor';
+/** How long the run waits, after the funnels, for the last event rows' notifications. */
+const NOTIFY_WAIT_MS = 15_000;
 const KEY = 'floor-bench-key';
 
 interface Skeleton {
@@ -240,12 +242,17 @@ async function main(): Promise<number> {
     }
   }
   const pool = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: opts.pool }) : null;
+  // pg-pool's end() resolves before its clients' sockets have closed, so the --fresh-db drop (WITH
+  // FORCE) can terminate one still closing: its error reaches the pool after the run, and unheard
+  // it would crash the bench after a complete report (it did, once in CI).
+  pool?.on('error', (err) => log(`database connection ended: ${err.message}`));
   if (pool) await pool.query(SCHEMA);
   let listener: pg.Client | null = null;
   let notified = 0;
   if (pool && opts.notify) {
     await pool.query(NOTIFY);
     listener = new pg.Client({ connectionString: databaseUrl! });
+    listener.on('error', (err) => log(`notification listener: ${err.message}`));
     await listener.connect();
     listener.on('notification', () => notified++);
     await listener.query('LISTEN floor_work');
@@ -310,11 +317,13 @@ async function main(): Promise<number> {
     );
     await skeleton.close();
     if (!window) throw new Error('the driver never opened its measured window');
-    // --notify: every event row's notification has arrived (the last commits' a moment after their answers).
+    // --notify: every event row's notification has arrived. The last commits' come a moment after
+    // their answers, and on a loaded machine that moment can be long: wait for them up to 15 s.
     let eventRows: number | null = null;
     if (listener && pool) {
-      await new Promise((r) => setTimeout(r, 500));
       eventRows = Number((await pool.query('SELECT count(*) AS n FROM floor_events')).rows[0].n);
+      const deadline = performance.now() + NOTIFY_WAIT_MS;
+      while (notified < eventRows && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     }
     const w = window;
     const perS = result.flowsCompleted / (result.measuredMs / 1000);

@@ -21,7 +21,10 @@ function floor(args: string[], env: Record<string, string | undefined> = {}) {
     encoding: 'utf8',
     timeout: 120_000,
   });
-  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+  const out = `${r.stdout}${r.stderr}`;
+  // A failure's own lines first: a test report cuts a long message at its start.
+  const why = [...out.split('\n').filter((l) => /FAILED|failed:|Error/.test(l)), out].join('\n');
+  return { code: r.status, out, why };
 }
 
 function report(out: string): { options: { db: string; notify: boolean }; figures: Record<string, unknown> } {
@@ -37,7 +40,7 @@ const SHORT = ['--warmup', '1', '--duration', '2', '--concurrency', '4'];
 describe('bench:floor', () => {
   it('without a database: funnels complete and the report gives funnels/s and CPU per funnel', () => {
     const r = floor(['--db', 'none', ...SHORT]);
-    expect(r.code, r.out).toBe(0);
+    expect(r.code, r.why).toBe(0);
     const { options, figures } = report(r.out);
     expect(options.db).toBe('none');
     expect(figures.failed_funnels).toBe(0);
@@ -61,7 +64,7 @@ describe('bench:floor', () => {
     const url = new URL(PG_URL!);
     url.pathname = '/checkstand_floor_bench';
     const r = floor(['--fresh-db', '--notify', ...SHORT], { DATABASE_URL: url.toString() });
-    expect(r.code, r.out).toBe(0);
+    expect(r.code, r.why).toBe(0);
     const { options, figures } = report(r.out);
     expect(options).toMatchObject({ db: 'pg', notify: true });
     expect(figures.failed_funnels).toBe(0);
