@@ -15,16 +15,17 @@ import { CLUSTER_CHILD_ENV, WORKER_CHILD } from '../src/cli/cluster.ts';
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/checkstand.js');
 
 /**
- * The node flags in a script's `#!/usr/bin/env -S node …` line (none for a plain `#!/usr/bin/env
- * node`): what node starts with when the script runs as a command. The bench starts `checkstand`
- * through `process.execPath` (with its profiling flags), so it passes these itself, to measure
- * the server as `npx checkstand serve` runs it.
+ * What a script's `#!/usr/bin/env -S [NAME=value …] node …` line starts: the variables env sets
+ * and node's flags (neither for a plain `#!/usr/bin/env node`). The bench starts `checkstand`
+ * through `process.execPath` (with its profiling flags), so it gives these itself, to measure the
+ * server as `npx checkstand serve` runs it.
  */
-export function shebangNodeFlags(file: string = BIN): string[] {
+export function shebangCommand(file: string = BIN): { env: Record<string, string>; nodeFlags: string[] } {
   const first = fs.readFileSync(file, 'utf8').split('\n', 1)[0]!;
-  const m = /^#!\s*\/usr\/bin\/env\s+(?:-S\s+)?node((?:\s+\S+)*)\s*$/.exec(first);
-  if (!m) throw new Error(`${file}: its first line is not a "#!/usr/bin/env [-S] node …" line: ${first}`);
-  return m[1]!.trim().split(/\s+/).filter(Boolean);
+  const m = /^#!\s*\/usr\/bin\/env\s+(?:-S\s+)?((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)node((?:\s+\S+)*)\s*$/.exec(first);
+  if (!m) throw new Error(`${file}: its first line is not a "#!/usr/bin/env [-S] [NAME=value …] node …" line: ${first}`);
+  const env = Object.fromEntries(m[1]!.trim().split(/\s+/).filter(Boolean).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
+  return { env, nodeFlags: m[2]!.trim().split(/\s+/).filter(Boolean) };
 }
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in ticks of 10 ms. */
 const MS_PER_TICK = 10;
@@ -88,14 +89,14 @@ export async function startServerProcesses(
   // --callgrind: serve runs under valgrind (bench/callgrind.ts); its pid is the node process's own.
   const [program, ...programArgs] = opts.wrap ? [...opts.wrap.command, process.execPath, ...opts.wrap.nodeFlags] : [process.execPath];
   // As `npx checkstand …` starts node (read once per run, for serve and every worker).
-  const commandFlags = shebangNodeFlags();
+  const command = shebangCommand();
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + String(d)).slice(-20_000);
   };
   /** A `checkstand` command as a child process: its output kept for a failure message, killed if the bench exits first. */
   const start = (args: string[], childEnv: NodeJS.ProcessEnv) => {
-    const c = spawn(program!, [...programArgs, ...commandFlags, ...profiling, BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(program!, [...programArgs, ...command.nodeFlags, ...profiling, BIN, ...args], { env: { ...childEnv, ...command.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     process.once('exit', () => {
       if (running(c)) c.kill('SIGKILL');
     });

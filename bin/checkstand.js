@@ -1,12 +1,18 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4
 /**
  * The `checkstand` command line. Run as a command (`npx checkstand`, an installed package's bin),
- * node starts with the shebang's flag: V8's young generation at 4 MB per semi-space instead of
- * 16, as serve's API children have it (API_SEMI_SPACE_MB in src/cli/cluster.ts; a test holds the
- * two equal). V8 reads it only at start, so a process cannot give it to itself: without it a
- * `serve --processes 1` on PostgreSQL ended the bench at 224 MB RSS (README, "Memory"). `node
- * bin/checkstand.js …` takes node's flags from its own command line instead; this line's flag
- * comes after NODE_OPTIONS, so it wins over a size given there.
+ * node starts as the shebang says:
+ * - `--max-semi-space-size=4`: V8's young generation at 4 MB per semi-space instead of 16, as
+ *   serve's API children have it (API_SEMI_SPACE_MB in src/cli/cluster.ts; a test holds the two
+ *   equal). V8 reads it only at start, so a process cannot give it to itself: without it a
+ *   `serve --processes 1` on PostgreSQL ended the bench at 224 MB RSS (README, "Memory").
+ * - `MALLOC_ARENA_MAX=2`: glibc's malloc keeps at most two arenas instead of eight per core, one
+ *   per thread that allocated (the mail writer, libuv's pool, V8's own threads), each holding what
+ *   it freed. `serve --processes 1` ended the bench 12-17 MB lower with it, for no CPU the bench
+ *   could see (bench/README.md, thirtieth round). serve's children inherit it.
+ * `node bin/checkstand.js …` takes neither (this line is a comment then): node's flags come from
+ * its own command line, the environment from the shell. This line's flag comes after NODE_OPTIONS
+ * and its variable replaces the shell's, so both win over a value given there.
  *
  * The command table is plain JavaScript and loads only commander, so `--help` and `--version`
  * answer at once; a command that runs imports its module when it runs, and that module loads only

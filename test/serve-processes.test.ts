@@ -21,7 +21,7 @@ import pg from 'pg';
 import v8 from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv, applyHeapGrowth } from '../src/cli/cluster.ts';
-import { childPids, processName, shebangNodeFlags } from '../bench/server-processes.ts';
+import { childPids, processName, shebangCommand } from '../bench/server-processes.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -244,13 +244,17 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
     expect('error' in after ? after.error : after.status).toBe('ECONNREFUSED');
   });
 
-  it("serve --processes 1 run as a command has an API child's young generation from its shebang, and sets its old generation's growth itself", async () => {
-    const one = new Serve(['--processes', '1'], { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_FORMAT: 'json' }, { asCommand: true });
+  it("serve --processes 1 run as a command has an API child's young generation and two malloc arenas from its shebang, and sets its old generation's growth itself", async () => {
+    // The shell's MALLOC_ARENA_MAX is replaced by the shebang's (README, "Memory").
+    const env = { ...baseEnv(), DATABASE_URL: dbUrl, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_FORMAT: 'json', MALLOC_ARENA_MAX: '8' };
+    const one = new Serve(['--processes', '1'], env, { asCommand: true });
     await one.printed('Checkstand is running', 60_000);
-    // `env -S` replaced itself with node: the process serving is node, with the flag on its command line.
+    // `env -S` replaced itself with node: the process serving is node, with the flag on its command line and the variable in its environment.
     const args = fs.readFileSync(`/proc/${one.child.pid}/cmdline`, 'utf8').split('\0');
     expect(processName(one.child.pid!)).toBe('node');
     expect(args.slice(1, args.indexOf(BIN))).toEqual([`--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
+    const environ = fs.readFileSync(`/proc/${one.child.pid}/environ`, 'utf8').split('\0');
+    expect(environ.filter((v) => v.startsWith('MALLOC_ARENA_MAX='))).toEqual(['MALLOC_ARENA_MAX=2']);
     one.child.kill('SIGTERM');
     expect(await one.exited(30_000)).toEqual({ code: 0, signal: null });
     expect(one.output).toContain(`"v8_flag":"--heap-growing-percent=${API_HEAP_GROWING_PERCENT}"`);
@@ -272,9 +276,25 @@ describe.skipIf(!SERVER_URL)('serve --processes 2 on PostgreSQL (needs TEST_DATA
 
 describe('the node flags of an API process', () => {
   const growing = `--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`;
-  it("are the checkstand command's own: its shebang gives node an API process's young generation", () => {
-    expect(shebangNodeFlags(BIN)).toEqual([`--max-semi-space-size=${API_SEMI_SPACE_MB}`]);
+  it("are the checkstand command's own: its shebang gives node an API process's young generation, and glibc two malloc arenas", () => {
+    expect(shebangCommand(BIN)).toEqual({ env: { MALLOC_ARENA_MAX: '2' }, nodeFlags: [`--max-semi-space-size=${API_SEMI_SPACE_MB}`] });
     expect(fs.statSync(BIN).mode & 0o111, 'bin/checkstand.js is executable').not.toBe(0);
+  });
+  it('are read from a shebang line as env runs it: its NAME=value words before node, node\'s flags after', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkstand-shebang-'));
+    const read = (line: string) => {
+      const file = path.join(dir, 'cmd.js');
+      fs.writeFileSync(file, `${line}\nconsole.log(1);\n`);
+      return shebangCommand(file);
+    };
+    try {
+      expect(read('#!/usr/bin/env node')).toEqual({ env: {}, nodeFlags: [] });
+      expect(read('#!/usr/bin/env -S node --a=1 --b')).toEqual({ env: {}, nodeFlags: ['--a=1', '--b'] });
+      expect(read('#!/usr/bin/env -S A_1=x=y B= node --c')).toEqual({ env: { A_1: 'x=y', B: '' }, nodeFlags: ['--c'] });
+      expect(() => read('#!/bin/sh')).toThrow(/first line/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
   it('adds the smaller young generation and the old generation\'s growth to the primary\'s own flags', () => {
     expect(apiProcessExecArgv(['--enable-source-maps'], undefined)).toEqual(['--enable-source-maps', `--max-semi-space-size=${API_SEMI_SPACE_MB}`, growing]);
