@@ -8,8 +8,8 @@
  *   `serve --processes 1` on PostgreSQL ended the bench at 224 MB RSS (README, "Memory").
  * - `MALLOC_ARENA_MAX=2`: glibc's malloc keeps at most two arenas instead of eight per core, one
  *   per thread that allocated (the mail writer, libuv's pool, V8's own threads), each holding what
- *   it freed. `serve --processes 1` ended the bench 12-17 MB lower with it, for no CPU the bench
- *   could see (bench/README.md, thirtieth round). serve's children inherit it.
+ *   it freed. `serve --processes 1` ended the bench at 192-203 MB RSS with it, 204-211 without,
+ *   for no CPU the bench could see (bench/README.md, thirtieth round). serve's children inherit it.
  * `node bin/checkstand.js …` takes neither (this line is a comment then): node's flags come from
  * its own command line, the environment from the shell. This line's flag comes after NODE_OPTIONS
  * and its variable replaces the shell's, so both win over a value given there.
