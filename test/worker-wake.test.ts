@@ -194,8 +194,10 @@ describe('waking without polling', () => {
     const GATHER_MS = 3_000;
     const rx = await receiver();
     const ep = await createEndpoint(rx.url);
-    startSeparateWorker({ gatherMs: GATHER_MS });
-    // Its first drain, and the one LISTEN's start asks for (after a gather), are over.
+    const worker = startSeparateWorker({ gatherMs: GATHER_MS });
+    // Its first drain, and the one LISTEN's start asks for (after a gather), are over: that one
+    // starts when LISTEN takes effect, which a loaded machine can delay.
+    await until(() => worker.listening, PROMPT_MS);
     await sleep(GATHER_MS + 1_000);
 
     const ids: string[] = [];

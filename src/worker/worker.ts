@@ -110,6 +110,8 @@ export const SCHEDULES: Schedule[] = [
 ];
 
 export interface RunningWorker {
+  /** True while the worker's LISTEN connection hears the work channel's notifications (false with `listen: false`). */
+  readonly listening: boolean;
   stop(): Promise<void>;
 }
 
@@ -261,6 +263,9 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
 
   log.info({ schedules: schedules.map((s) => s.name), drainers: drainers.map((d) => d.name) }, 'worker started');
   return {
+    get listening() {
+      return listening();
+    },
     async stop() {
       stopped = true;
       unsubscribe();
