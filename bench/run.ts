@@ -1168,7 +1168,8 @@ async function main(): Promise<number> {
     let runQueue: RunQueueFigures | null = null;
     let lastElu = performance.eventLoopUtilization();
     let poolWaitingMax = 0;
-    const pool = rt.ctx.store.pool;
+    const serverStore = rt.ctx.store;
+    const pool = serverStore.pool;
     // Count the statements every pooled client sends (PGlite goes through the same pg.Pool).
     // Transactions too: COMMITs and protocol transactions' Syncs (their commits), and statements
     // sent outside a transaction (one transaction each).
@@ -1229,7 +1230,7 @@ async function main(): Promise<number> {
     let rssAtEnd: Report['results']['server']['rss_mb'] = null;
     let cpuMsByProcess: Record<string, number> | null = null;
     const poolSampler = setInterval(() => {
-      poolWaitingMax = Math.max(poolWaitingMax, pool.waitingCount);
+      poolWaitingMax = Math.max(poolWaitingMax, serverStore.waitingCount);
     }, 50);
     // Webhooks received at the window's edges, for the delivery rate during the load.
     let receivedAtStart: Promise<number> | undefined;
@@ -1359,7 +1360,7 @@ async function main(): Promise<number> {
             `${pad(p.elapsedS.toFixed(1), 5)} s  ${pad(p.phase, 7, true)} funnels ${pad(p.flowsDone, 6)}  ` +
               `${pad(p.intervalFlowsPerS.toFixed(1), 6)}/s  p50 ${pad(p.intervalP50Ms.toFixed(0), 4)} ms  p99 ${pad(p.intervalP99Ms.toFixed(0), 5)} ms  ` +
               `errors ${p.errors}  in flight ${p.inFlight}` +
-                (servers ? '' : `  server busy ${(elu.utilization * 100).toFixed(0)}%  db waiting ${pool.waitingCount}/${pool.totalCount}`),
+                (servers ? '' : `  server busy ${(elu.utilization * 100).toFixed(0)}%  db waiting ${serverStore.waitingCount}/${pool.totalCount}`),
           );
         },
         (stop) => {

@@ -19,7 +19,7 @@ export function processMetrics(registry: client.Registry, store: Store): void {
     collect() {
       this.set({ state: 'total' }, pool.totalCount);
       this.set({ state: 'idle' }, pool.idleCount);
-      this.set({ state: 'waiting' }, pool.waitingCount);
+      this.set({ state: 'waiting' }, store.waitingCount);
     },
   });
 
@@ -40,6 +40,20 @@ export function processMetrics(registry: client.Registry, store: Store): void {
     collect() {
       this.inc(health.connectionErrors - countedErrors);
       countedErrors = health.connectionErrors;
+    },
+  });
+
+  const checkoutsCounted = { outcome: 0, new: 0 };
+  new client.Counter({
+    name: 'checkstand_db_checkouts_total',
+    help: "Database connections handed out, by line: outcome (a provider's answer being recorded, served first when connections are short) and new (everything else)",
+    labelNames: ['line'] as const,
+    registers: [registry],
+    collect() {
+      for (const line of ['outcome', 'new'] as const) {
+        this.inc({ line }, store.checkouts[line] - checkoutsCounted[line]);
+        checkoutsCounted[line] = store.checkouts[line];
+      }
     },
   });
 

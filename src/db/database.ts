@@ -5,6 +5,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
+import { ConnectionGate } from './connection-gate.ts';
 import { DatabaseHealth } from './faults.ts';
 import { handedToConnection, PipelinedPostgresDialect } from './pg-driver.ts';
 import { DEFAULT_PREPARED_STATEMENTS, StatementNames } from './statement-names.ts';
@@ -21,6 +22,15 @@ export type Executor = Kysely<DB>;
 export type Tx = Transaction<DB>;
 
 export type DatabaseKind = 'postgres' | 'pglite';
+
+export interface TransactionOptions {
+  /**
+   * The transaction records what already happened outside the database (a provider's answer to a
+   * charge, refund or void: the payment core's outcome phase). It takes the next free connection
+   * ahead of transactions that start new work (connection-gate.ts).
+   */
+  outcome?: boolean;
+}
 
 export class DataDirLockedError extends Error {
   constructor(dataDir: string) {
@@ -69,7 +79,9 @@ export class Store {
 
   constructor(
     private readonly root: Kysely<DB>,
-    readonly pool: pg.Pool,
+    /** The same database and connections as `root`, for outcome transactions (TransactionOptions). */
+    private readonly ahead: Kysely<DB>,
+    private readonly gate: ConnectionGate,
     readonly kind: DatabaseKind,
     private readonly closeHook: () => Promise<void>,
   ) {
@@ -83,9 +95,25 @@ export class Store {
    * server (nothing of it committed); the error reaches the caller, which answers
    * `503 database_unavailable` for a request or retries a job later.
    */
-  async transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (trx: Tx) => Promise<T>, opts?: TransactionOptions): Promise<T> {
     if (txScope.getStore()) throw new Error('nested Store.transaction(): pass the open transaction instead');
-    return this.watched(() => txScope.run(true, () => this.root.transaction().execute((trx) => settled(trx, fn))));
+    const db = opts?.outcome ? this.ahead : this.root;
+    return this.watched(() => txScope.run(true, () => db.transaction().execute((trx) => settled(trx, fn))));
+  }
+
+  /** The connection pool (LISTEN on the embedded database, metrics). */
+  get pool(): pg.Pool {
+    return this.gate.pool;
+  }
+
+  /** Connections handed out since start: to outcome transactions, and to everything else. */
+  get checkouts(): Readonly<{ outcome: number; new: number }> {
+    return this.gate.checkouts;
+  }
+
+  /** Transactions and statements waiting for a free connection (the pool's own queue included). */
+  get waitingCount(): number {
+    return this.gate.waitingCount + this.gate.pool.waitingCount;
   }
 
   /**
@@ -122,7 +150,7 @@ export class Store {
 
   async close(): Promise<void> {
     this.health.close();
-    await this.root.destroy();
+    await Promise.all([this.root.destroy(), this.ahead.destroy()]);
     await this.closeHook();
   }
 }
@@ -144,6 +172,12 @@ export interface OpenOptions {
 }
 
 const LOCK_STALE_MS = 15_000;
+
+/** The store's two handles on one gate: the ordinary one, and the one whose transactions go ahead. */
+function handles(gate: ConnectionGate, names: StatementNames | null, opts: OpenOptions): [Kysely<DB>, Kysely<DB>] {
+  const protocol = opts.protocolTransactions ?? true;
+  return [new Kysely<DB>({ dialect: new PipelinedPostgresDialect(gate, names, protocol) }), new Kysely<DB>({ dialect: new PipelinedPostgresDialect(gate, names, protocol, true) })];
+}
 
 function isAlive(pid: number): boolean {
   try {
@@ -196,8 +230,8 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
       // Lets a transaction's BEGIN go out with its first statement (PipelinedPostgresDialect).
       pipeline: true,
     });
-    const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names, opts.protocolTransactions ?? true) });
-    const store = new Store(db, pool, 'postgres', async () => {});
+    const gate = new ConnectionGate(pool, pool.options.max, pool.options.connectionTimeoutMillis ?? 5_000);
+    const store = new Store(...handles(gate, names, opts), gate, 'postgres', async () => {});
     // The server ending a connection (restart, failover, pg_terminate_backend) emits `error` on its
     // client. pg-pool listens only while the client is idle; a client checked out for a request or
     // a transaction has no listener, and an unhandled `error` event ends the process. Every client
@@ -227,8 +261,9 @@ export async function openStore(opts: OpenOptions): Promise<Store> {
   // deferred writes, reads together) goes to PGlite in one call, and deferred inserts into
   // different tables go as one statement.
   const pool = new pg.Pool({ stream: () => new PgliteSocket(instance), max: 1, host: 'localhost', port: 5432, user: 'postgres', database: 'postgres', password: 'embedded', pipeline: true });
-  const db = new Kysely<DB>({ dialect: new PipelinedPostgresDialect(pool, names, opts.protocolTransactions ?? true) });
-  return new Store(db, pool, 'pglite', async () => {
+  // No timeout for the one connection's waiters: the embedded database cannot hang up.
+  const gate = new ConnectionGate(pool, 1, 0);
+  return new Store(...handles(gate, names, opts), gate, 'pglite', async () => {
     if (owned) await instance.close();
     if (release) await release();
   });

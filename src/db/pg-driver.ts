@@ -10,6 +10,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
+import type { ConnectionGate } from './connection-gate.ts';
 import { PipelinedConnection, RELEASE } from './pipelined-connection.ts';
 import { DEFERRED, EARLY } from './statement-marks.ts';
 import { describeOnce } from './row-shapes.ts';
@@ -45,44 +46,48 @@ import { ConnectionStatements, type StatementNames } from './statement-names.ts'
  */
 export class PipelinedPostgresDialect extends PostgresDialect {
   constructor(
-    private readonly pgPool: pg.Pool,
+    private readonly gate: ConnectionGate,
     private readonly names: StatementNames | null,
     /** Transactions without BEGIN and COMMIT statements where they may (protocol-transactions.ts). */
     private readonly protocolTransactions = true,
+    /** This handle's transactions take a free connection ahead of the other handle's (connection-gate.ts). */
+    private readonly ahead = false,
   ) {
-    super({ pool: pgPool });
+    super({ pool: gate.pool });
   }
 
   override createDriver(): Driver {
-    return new PipelinedPostgresDriver(this.pgPool, this.names, this.protocolTransactions);
+    return new PipelinedPostgresDriver(this.gate, this.names, this.protocolTransactions, this.ahead);
   }
 }
 
 class PipelinedPostgresDriver implements Driver {
-  private readonly connections = new WeakMap<pg.PoolClient, PipelinedConnection>();
   private destroyed = false;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly gate: ConnectionGate,
     private readonly names: StatementNames | null,
     private readonly protocolTransactions: boolean,
+    private readonly ahead: boolean,
   ) {}
 
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    const client = await this.pool.connect();
+    const client = await this.gate.connect(this.ahead);
     if (this.destroyed) {
       client.release();
+      this.gate.release();
       throw new Error('driver has already been destroyed');
     }
-    let connection = this.connections.get(client);
+    const connections = this.gate.connections;
+    let connection = connections.get(client);
     if (!connection) {
       const protocol = this.protocolTransactions && protocolTransactionsAvailable(client);
       connection = new PipelinedConnection(client, this.names ? new ConnectionStatements(this.names) : null, protocol);
       // A named statement's result columns, described on its first execution on this client only (row-shapes.ts).
       if (this.names) describeOnce(client);
-      this.connections.set(client, connection);
+      connections.set(client, connection);
     }
     return connection;
   }
@@ -107,12 +112,13 @@ class PipelinedPostgresDriver implements Driver {
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
     (connection as PipelinedConnection)[RELEASE]();
+    this.gate.release();
   }
 
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
-    await this.pool.end();
+    await this.gate.end();
   }
 }
 

@@ -136,7 +136,7 @@ export class CardFirstPayment {
         if (!recorded) return { result: paymentResult(outcome, orderView(current, customer, lines), call.transactions) };
         if (recorded.kind === 'call') return { step: recorded };
         return { result: await this.settle(trx, current, customer, lines, recorded) };
-      });
+      }, { outcome: true });
       if ('result' in next) {
         this.d.events.nudge();
         return next.result;
@@ -170,7 +170,7 @@ export class CardFirstPayment {
         void this.d.orders.rows.lockOrderWithNext(trx, order.team_id, order.id);
         const done = await this.d.payments.first.recordApprovalAtCommit(trx, req, call, outcome);
         return this.settle(trx, order, customer, lines, done, { unchangedSinceEarlierPhase: true });
-      }),
+      }, { outcome: true }),
     );
   }
 

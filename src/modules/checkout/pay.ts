@@ -193,7 +193,7 @@ export class PayUseCase extends UseCase {
         message: 'Customer redirect is required: complete the payment in the embedded checkout.',
         data: { ...view, redirect_required: true, redirect_url: sent.checkout.purchase_url, checkout: sent.checkout, transaction_id: t.id, attempts: 1 },
       };
-    });
+    }, { outcome: true });
     if (!answer) {
       const why = sent.kind === 'failed' ? sent.message : 'the attempt was settled by the recovery run meanwhile';
       throw new ApiError('gateway_unavailable', `The external checkout provider could not open a checkout: ${why}`);

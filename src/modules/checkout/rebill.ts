@@ -130,7 +130,7 @@ export class RebillUseCase extends UseCase {
   /** The recovery run found what the gateway did with a rebill attempt whose answer was lost: settled as the run would have. */
   async recoverRebill(attempt: Row<'transactions'>, outcome: Settled): Promise<void> {
     if (outcome.kind === 'pending' || outcome.kind === 'redirect') return; // a rebill is never held or redirected: ask again later
-    await this.store.transaction((trx) => this.settle(trx, attempt.team_id, attempt, outcome));
+    await this.store.transaction((trx) => this.settle(trx, attempt.team_id, attempt, outcome), { outcome: true });
     this.events.nudge();
   }
 
@@ -187,7 +187,7 @@ export class RebillUseCase extends UseCase {
     const outcome = await this.payments.sendCharge(call.gateway, call.request);
     if (outcome.kind === 'unknown') return { kind: 'unknown', cycle, order, transaction: attempt };
     // Phase 3: the answer and everything it changes, together.
-    const r = await this.store.transaction((trx) => this.settle(trx, teamId, attempt, outcome));
+    const r = await this.store.transaction((trx) => this.settle(trx, teamId, attempt, outcome), { outcome: true });
     this.events.nudge();
     return r ?? { kind: 'skipped', why: 'settled by another path' };
   }

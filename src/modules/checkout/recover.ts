@@ -89,5 +89,5 @@ async function recordCardCheck(deps: { store: Store; ledger: LedgerService }, t:
   const status = outcome.kind === 'approved' ? 'approved' : 'declined';
   const code = outcome.kind === 'approved' || outcome.kind === 'declined' ? outcome.code : 'authentication_required';
   const text = outcome.kind === 'approved' ? `${outcome.text} (recorded by the recovery run; the subscription kept its card)` : outcome.text;
-  await deps.store.transaction((trx) => deps.ledger.rows.closeAttempt(trx, t.team_id, t, { status, provider_ref: outcome.providerRef, response_code: code, response_text: text }));
+  await deps.store.transaction((trx) => deps.ledger.rows.closeAttempt(trx, t.team_id, t, { status, provider_ref: outcome.providerRef, response_code: code, response_text: text }), { outcome: true });
 }

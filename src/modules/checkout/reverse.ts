@@ -64,7 +64,7 @@ export class ReverseUseCase extends UseCase {
         });
       }
       return { approved, transaction: transactionView(done), order: view };
-    });
+    }, { outcome: true });
     this.events.nudge();
     return reversed;
   }

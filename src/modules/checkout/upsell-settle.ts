@@ -60,7 +60,7 @@ export class UpsellSettlement extends UseCase {
       }
       const approved = outcome.kind === 'approved';
       return this.applyUpsellOutcome(trx, teamId, current, line, txn, approved ? { approved: true } : { approved: false, reason: outcome.kind === 'declined' ? outcome.text : 'declined' }, claimId, customer, adding);
-    });
+    }, { outcome: true });
     this.events.nudge();
     return answered;
   }
@@ -94,7 +94,7 @@ export class UpsellSettlement extends UseCase {
         const txn = await this.payments.closeApprovalAtCommit(trx, teamId, customer.id, attempt, outcome);
         const now = await this.orders.addLineAtCommit(trx, order, lines, { ...line, order_id: order.id }, [upsellEvent('upsell.added', line, txn)]);
         return this.answerUpsell(trx, teamId, now.updated, now.lines, line, txn, { approved: true }, claimId, customer);
-      }),
+      }, { outcome: true }),
     );
     if (answered) this.events.nudge();
     return answered;
@@ -107,13 +107,13 @@ export class UpsellSettlement extends UseCase {
   async recoverUpsell(attempt: Row<'transactions'>, outcome: Exclude<ChargeOutcome, { kind: 'unknown' }>): Promise<void> {
     const teamId = attempt.team_id;
     if (outcome.kind === 'pending' || outcome.kind === 'redirect') {
-      await this.store.transaction((trx) => this.payments.closeAttempt(trx, teamId, '', attempt, { kind: 'pending', providerRef: outcome.providerRef, code: 'pending', text: 'Held at the provider; waiting for its confirmation' }));
+      await this.store.transaction((trx) => this.payments.closeAttempt(trx, teamId, '', attempt, { kind: 'pending', providerRef: outcome.providerRef, code: 'pending', text: 'Held at the provider; waiting for its confirmation' }), { outcome: true });
       return;
     }
     const claim = await this.store.run((db) => this.orders.rows.findOrderUpsellByTransaction(db, teamId, attempt.id));
     if (!claim) {
       // The claim and the attempt commit together: an attempt without one is not an upsell of ours.
-      await this.store.transaction((trx) => this.payments.closeAttempt(trx, teamId, '', attempt, outcome));
+      await this.store.transaction((trx) => this.payments.closeAttempt(trx, teamId, '', attempt, outcome), { outcome: true });
       return;
     }
     const line = await this.store.run(async (db) => {

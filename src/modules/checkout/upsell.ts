@@ -114,7 +114,7 @@ export class UpsellUseCase extends UseCase {
         await this.store.transaction(async (trx) => {
           await this.payments.closeAttempt(trx, teamId, order.customer_id, step.attempt, outcome);
           await this.orders.rows.deleteOrderUpsell(trx, teamId, claimId);
-        });
+        }, { outcome: true });
         throw new ApiError('gateway_unavailable', `The external checkout provider could not charge the saved payment method: ${outcome.text}`);
       }
       // Spec 4.3: accepted (pending, or even paid at once), the line is added when the provider's payment.succeeded confirms it.
@@ -191,7 +191,7 @@ export class UpsellUseCase extends UseCase {
       });
       await this.orders.moveUpsellClaim(trx, teamId, claimId, 'pending', { response_status: 202, response_body: text });
       return { httpStatus: 202, body: text };
-    });
+    }, { outcome: true });
     this.events.nudge();
     return answered;
   }
