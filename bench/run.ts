@@ -480,7 +480,7 @@ interface Report {
        * In process, or `serve --processes N --with-worker`, or `serve --processes N` and
        * `worker_processes` × `checkstand worker` (the CPU above then sums every one of them).
        */
-      server_processes: { mode: 'in-process' | 'child processes'; api_processes: number; worker_processes?: number; pids: number[] };
+      server_processes: { mode: 'in-process' | 'child processes'; api_processes: number; worker_processes?: number; pids: number[]; code?: 'build' | 'sources' };
       /** Resident memory at the end of the measured window: each server process (in process: this whole process, helper threads included). */
       rss_mb: { per_process: Record<string, number>; max: number } | null;
       /** `--processes`: each server process's CPU in the measured window per completed funnel, ms (its share of server_cpu_ms_per_flow). */
@@ -609,7 +609,7 @@ function printSummary(r: Report, file: string | null): void {
   );
   const sp = srv.server_processes;
   lines.push(
-    `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `${serverCommand(sp.api_processes, sp.worker_processes ?? 0)} (${serverProcessesLabel(sp.api_processes, sp.worker_processes ?? 0)}, pids ${sp.pids.join(', ')})`}` +
+    `server: ${sp.mode === 'in-process' ? 'in this process (main thread)' : `${serverCommand(sp.api_processes, sp.worker_processes ?? 0)} (${serverProcessesLabel(sp.api_processes, sp.worker_processes ?? 0)}, pids ${sp.pids.join(', ')}${sp.code ? `; ${sp.code === 'build' ? 'the bundle in build/' : 'the TypeScript sources (CHECKSTAND_FROM_SOURCES=1)'}` : ''})`}` +
       `    RSS at the end: ${srv.rss_mb ? Object.entries(srv.rss_mb.per_process).map(([k, v]) => `${k} ${v} MB`).join(', ') : '?'}`,
   );
   if (srv.log.level !== 'warn') {
@@ -981,6 +981,8 @@ async function main(): Promise<number> {
   let app: Http | undefined;
   let outboxWorker: RunningWorker | undefined;
   let servers: ServerProcesses | undefined;
+  /** What the server processes ran (ServerProcesses.code), kept for the report after they stop. */
+  let serversCode: 'build' | 'sources' | undefined;
   let callgrindDir: string | undefined;
   /** --callgrind: the serve process valgrind runs (no cluster with --processes 1). */
   let callgrindPid: number | null = null;
@@ -1074,6 +1076,8 @@ async function main(): Promise<number> {
         ...(callgrindDir ? { wrap: callgrindWrap(callgrindDir), timeoutMs: 900_000 } : {}),
       });
       baseUrl = servers.url;
+      serversCode = servers.code.code;
+      if (servers.code.rebuilt) log('the server bundle (build/) was older than the sources: rebuilt it first (npm run build:server), so the processes run what npx checkstand serve runs');
       if (callgrindDir) callgrindPid = servers.pids()[0]!;
     }
     const health = await fetch(`${baseUrl}/readyz`);
@@ -1848,6 +1852,7 @@ async function main(): Promise<number> {
             api_processes: opts.processes ?? 1,
             ...(opts.processes !== null ? { worker_processes: opts.workers } : {}),
             pids: opts.processes === null ? [process.pid] : serverPids,
+            ...(serversCode ? { code: serversCode } : {}),
           },
           rss_mb: rssMb,
           cpu_ms_per_flow_by_process: cpuMsPerFlowByProcess,

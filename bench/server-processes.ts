@@ -5,14 +5,35 @@
  * (README, "Past one machine": they share only PostgreSQL). And what the bench reads about
  * them from /proc (Linux): CPU time of every process, and their resident memory.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleIsCurrent } from '../bin/build-state.js';
 import type { CallgrindWrap } from './callgrind.ts';
 import { CLUSTER_CHILD_ENV, WORKER_CHILD } from '../src/cli/cluster.ts';
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/checkstand.js');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = path.join(ROOT, 'bin/checkstand.js');
+
+/**
+ * What the server processes will run. `checkstand` runs the bundle in build/ only while it is
+ * current with the sources, else the sources through tsx (bin/build-state.js), which measured
+ * ≈ 30 MB more RSS per process (bench/README.md, thirty-first round): a bench run after an edit
+ * would measure code no deployment runs. So a stale bundle is rebuilt first (`npm run
+ * build:server`, a fraction of a second). CHECKSTAND_FROM_SOURCES=1 measures the sources on purpose.
+ */
+export function serverCode(
+  env: NodeJS.ProcessEnv = process.env,
+  root = ROOT,
+  build: () => void = () => execFileSync(process.execPath, [path.join(root, 'scripts/build-server.mjs')], { cwd: root, stdio: 'ignore' }),
+): { code: 'build' | 'sources'; rebuilt: boolean } {
+  if (env.CHECKSTAND_FROM_SOURCES === '1') return { code: 'sources', rebuilt: false };
+  if (bundleIsCurrent(root, env)) return { code: 'build', rebuilt: false };
+  build();
+  if (!bundleIsCurrent(root, env)) throw new Error('npm run build:server did not leave a current bundle in build/');
+  return { code: 'build', rebuilt: true };
+}
 
 /**
  * What a script's `#!/usr/bin/env -S [NAME=value …] node …` line starts: the variables env sets
@@ -32,6 +53,8 @@ const MS_PER_TICK = 10;
 
 export interface ServerProcesses {
   url: string;
+  /** The bundle in build/ or the TypeScript sources (serverCode), and whether the bench rebuilt the bundle first. */
+  code: ReturnType<typeof serverCode>;
   /** The primary and its children running now, and the `checkstand worker` processes (`--workers M`) and theirs. */
   pids(): number[];
   /**
@@ -90,6 +113,7 @@ export async function startServerProcesses(
   const [program, ...programArgs] = opts.wrap ? [...opts.wrap.command, process.execPath, ...opts.wrap.nodeFlags] : [process.execPath];
   // As `npx checkstand …` starts node (read once per run, for serve and every worker).
   const command = shebangCommand();
+  const code = serverCode(env);
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + String(d)).slice(-20_000);
@@ -139,6 +163,7 @@ export async function startServerProcesses(
   };
   return {
     url: `http://127.0.0.1:${port}`,
+    code,
     role: (pid) => {
       if (workerPids.has(pid)) return 'worker';
       // `serve --processes 1` has no cluster primary: beside worker processes it is the API process; with the worker in it, `primary` (API and worker).

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bundleIsCurrent } from '../bin/build-state.js';
+import { serverCode } from '../bench/server-processes.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -80,5 +81,35 @@ describe('bundleIsCurrent', () => {
     expect(inputs).toContain('src/cli/serve.ts');
     expect(inputs).toContain('src/app/project-root.ts');
     expect(inputs.some((f) => f.startsWith('node_modules/'))).toBe(false);
+  });
+});
+
+describe("the bench's server processes (bench/server-processes.ts serverCode)", () => {
+  const t0 = Date.now() - 60_000;
+
+  it('rebuilds a stale bundle before it starts them, leaves a current one alone, and runs the sources only when asked', () => {
+    const c = checkout();
+    c.touch('src/cli/serve.ts', t0);
+    c.touch('src/app.ts', t0 + 2_000);
+    c.manifest(t0 + 1_000);
+    let builds = 0;
+    // The build writes a manifest newer than every source, as scripts/build-server.mjs does.
+    const build = () => {
+      builds++;
+      c.manifest(Date.now());
+    };
+    expect(serverCode({}, c.root, build)).toEqual({ code: 'build', rebuilt: true });
+    expect(builds).toBe(1);
+    expect(serverCode({}, c.root, build)).toEqual({ code: 'build', rebuilt: false });
+    expect(builds).toBe(1);
+    expect(serverCode({ CHECKSTAND_FROM_SOURCES: '1' }, c.root, build)).toEqual({ code: 'sources', rebuilt: false });
+    expect(builds).toBe(1);
+  });
+
+  it('stops when the build leaves no current bundle', () => {
+    const c = checkout();
+    c.touch('src/cli/serve.ts', t0 + 2_000);
+    c.manifest(t0 + 1_000);
+    expect(() => serverCode({}, c.root, () => {})).toThrow('did not leave a current bundle');
   });
 });
