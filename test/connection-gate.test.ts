@@ -105,6 +105,7 @@ describe.skipIf(!URL)('on PostgreSQL (needs TEST_DATABASE_URL; skipped without i
     const store = await open(1, 300);
     const held = holding(store);
     await held.held;
+    const handedOut = { ...store.checkouts };
     const err = await store.transaction((trx) => sql`select 1`.execute(trx), { outcome: true }).then(
       () => null,
       (e: unknown) => e,
@@ -112,6 +113,8 @@ describe.skipIf(!URL)('on PostgreSQL (needs TEST_DATABASE_URL; skipped without i
     expect(String(err)).toContain('timeout exceeded when trying to connect');
     expect(isDatabaseUnavailable(err)).toBe(true);
     expect(store.waitingCount).toBe(0);
+    // A waiter that gave up was handed nothing.
+    expect(store.checkouts).toEqual(handedOut);
     held.open();
     await held.done;
     expect((await store.run((db) => sql<{ one: number }>`select 1 as one`.execute(db))).rows[0]!.one).toBe(1);

@@ -46,16 +46,18 @@ export class ConnectionGate {
 
   /** A client of the pool once one is free for this line; release() gives it back. */
   async connect(ahead: boolean): Promise<pg.PoolClient> {
-    if (ahead) this.checkouts.outcome++;
-    else this.checkouts.new++;
     if (this.free > 0) this.free--;
     else await this.wait(ahead ? this.ahead : this.behind);
+    let client: pg.PoolClient;
     try {
-      return await this.pool.connect();
+      client = await this.pool.connect();
     } catch (err) {
       this.release();
       throw err;
     }
+    if (ahead) this.checkouts.outcome++;
+    else this.checkouts.new++;
+    return client;
   }
 
   /** After the client went back to the pool: the next waiter (ahead of line first) takes its place. */
