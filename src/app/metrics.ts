@@ -32,41 +32,47 @@ export function processMetrics(registry: client.Registry, store: Store): void {
       this.set(health.up ? 1 : 0);
     },
   });
-  let countedErrors = 0;
-  new client.Counter({
+  totalsCounter(registry, {
     name: 'checkstand_db_connection_errors_total',
     help: 'Database statements and connections that failed because the database was unreachable, restarting or out of connection slots',
-    registers: [registry],
-    collect() {
-      this.inc(health.connectionErrors - countedErrors);
-      countedErrors = health.connectionErrors;
-    },
+    read: () => health.connectionErrors,
   });
-
-  const checkoutsCounted = { outcome: 0, new: 0 };
-  new client.Counter({
+  totalsCounter(registry, {
     name: 'checkstand_db_checkouts_total',
     help: "Database connections handed out, by line: outcome (a provider's answer being recorded, served first when connections are short) and new (everything else)",
-    labelNames: ['line'] as const,
-    registers: [registry],
-    collect() {
-      for (const line of ['outcome', 'new'] as const) {
-        this.inc({ line }, store.checkouts[line] - checkoutsCounted[line]);
-        checkoutsCounted[line] = store.checkouts[line];
-      }
-    },
+    label: 'line',
+    read: () => store.checkouts,
   });
-
-  const rebillCounted: Record<string, number> = {};
-  new client.Counter({
+  totalsCounter(registry, {
     name: 'checkstand_rebills_total',
     help: "Card subscription rebills by this process's queue and Rebill Now: claimed due, charged, declined, recovered (a past-due one charged), cancelled by dunning, ended at period end, unknown, failed",
-    labelNames: ['outcome'] as const,
+    label: 'outcome',
+    read: () => REBILL_OUTCOMES,
+  });
+}
+
+/**
+ * A counter that reports running totals kept elsewhere (a plain number, or one per label value):
+ * at each scrape it is advanced by what each total grew since the last one.
+ */
+function totalsCounter(
+  registry: client.Registry,
+  c: { name: string; help: string; read: () => number } | { name: string; help: string; label: string; read: () => Readonly<Record<string, number>> },
+): void {
+  const counted = new Map<string, number>();
+  const labelled = 'label' in c;
+  new client.Counter({
+    name: c.name,
+    help: c.help,
+    labelNames: labelled ? [c.label] : [],
     registers: [registry],
     collect() {
-      for (const [outcome, n] of Object.entries(REBILL_OUTCOMES)) {
-        this.inc({ outcome }, n - (rebillCounted[outcome] ?? 0));
-        rebillCounted[outcome] = n;
+      const totals = labelled ? c.read() : { '': c.read() };
+      for (const [value, n] of Object.entries(totals)) {
+        const grew = n - (counted.get(value) ?? 0);
+        if (labelled) this.inc({ [c.label]: value }, grew);
+        else this.inc(grew);
+        counted.set(value, n);
       }
     },
   });

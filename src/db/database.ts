@@ -25,9 +25,11 @@ export type DatabaseKind = 'postgres' | 'pglite';
 
 export interface TransactionOptions {
   /**
-   * The transaction records what already happened outside the database (a provider's answer to a
-   * charge, refund or void: the payment core's outcome phase). It takes the next free connection
-   * ahead of transactions that start new work (connection-gate.ts).
+   * The transaction records the answer to a provider call this process made to move money (a
+   * charge, refund or void: the payment core's outcome phase, the request's own or the recovery
+   * run's). It takes the next free connection ahead of transactions that start new work
+   * (connection-gate.ts). Confirmations that arrive later (a provider's webhook, Capture's
+   * re-check, the watchdog) finalize through the ordinary line: they are new requests or jobs.
    */
   outcome?: boolean;
 }
