@@ -38,7 +38,7 @@ interface Receipt {
   at: number;
 }
 
-type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number };
+type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; until?: Promise<unknown> };
 
 interface Receiver {
   url: string;
@@ -63,7 +63,8 @@ async function receiver(answer: (n: number, r: Receipt) => Answer = () => ({ sta
         res.writeHead(a.status, a.headers);
         res.end(a.body ?? '');
       };
-      if (a.delayMs) setTimeout(send, a.delayMs);
+      if (a.until) void a.until.then(send);
+      else if (a.delayMs) setTimeout(send, a.delayMs);
       else send();
     });
   });
@@ -580,6 +581,33 @@ describe('workers', () => {
     for (let i = 0; i < 3; i++) await drain();
     expect(rx.receipts).toHaveLength(1);
     expect(await deliveryOf(event.id, ep.id)).toMatchObject({ status: 'succeeded', attempt_count: 1, locked_until: null });
+  });
+
+  it('a slow receiver holds one delivery, not the queue: the drain claims and sends the next batch meanwhile', async () => {
+    const team = await app.newTeam('Slow receiver');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const safety = setTimeout(release, 15_000);
+    // The first request to arrive is answered only when released; every other one at once.
+    const rx = await receiver((n) => (n === 1 ? { status: 200, until: held } : { status: 200 }));
+    await createEndpoint(team, rx.url);
+    for (let i = 0; i < 5; i++) await emit(team, 'order.upsell_added', fakeOrder(i));
+    const slow = service({ batchSize: 2, concurrency: 4, timeoutMs: 30_000 });
+    const drained = slow.drainer.drain(app.ctx, log);
+    try {
+      // Batch one is two deliveries, one of them held. With whole batches awaited the drain would
+      // claim nothing more until it is released; with one slot taken it claims the next two.
+      const deadline = Date.now() + 10_000;
+      while (rx.receipts.length < 4 && Date.now() < deadline) await sleep(10);
+      expect(rx.receipts.length).toBeGreaterThanOrEqual(4);
+    } finally {
+      release();
+      clearTimeout(safety);
+    }
+    expect(await drained).toBeGreaterThanOrEqual(5);
+    const ids = rx.receipts.map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(5);
+    expect(new Set(ids).size).toBe(5);
   });
 
   it('two workers draining at once deliver each of 50 events exactly once', async () => {

@@ -44,8 +44,13 @@ export interface WebhooksOptions {
   disableAfterMs?: number;
   /** A worker's hold on the deliveries it claimed; must outlast one attempt. Default max(60 s, 2 × timeout + 10 s). */
   leaseMs?: number;
-  /** Deliveries claimed (and sent concurrently) per drain. Default 10. */
+  /** Deliveries claimed together (one statement). Default 10. */
   batchSize?: number;
+  /**
+   * Deliveries a drain has in flight at most (to all endpoints together); it claims another batch
+   * once no more than `concurrency - batchSize` are. Default 2 × batchSize; at least batchSize.
+   */
+  concurrency?: number;
   resolve?: ResolveAll;
   random?: () => number;
 }
