@@ -29,6 +29,9 @@ export const FIGURES: readonly FigureDef[] = [
   { key: 'commits', label: 'commits/funnel', better: null, read: (r) => num(r?.results?.server?.db_commits_per_flow?.total) },
   { key: 'wal_kb', label: 'WAL kB/funnel', better: null, read: (r) => (num(r?.results?.server?.wal?.bytes_per_flow) === null ? null : r.results.server.wal.bytes_per_flow / 1000) },
   { key: 'index_entries', label: 'index entries/funnel', better: null, read: (r) => num(r?.results?.server?.wal?.records_per_flow?.index_entries) },
+  // The outbox keeping up: a worker that falls behind leaves work out of the measured window.
+  { key: 'webhook_lag_p99_ms', label: 'webhook lag p99 ms', better: 'lower', read: (r) => num(r?.results?.side_effects?.webhooks?.lag_ms?.p99) },
+  { key: 'mail_lag_p99_ms', label: 'mail lag p99 ms', better: 'lower', read: (r) => num(r?.results?.side_effects?.mail?.lag_ms?.p99) },
   { key: 'rss_max_mb', label: 'RSS MB (largest process)', better: null, read: (r) => num(r?.results?.server?.rss_mb?.max) },
 ];
 

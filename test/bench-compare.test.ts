@@ -59,7 +59,12 @@ describe('bench:compare figures', () => {
   });
   it('reads the reports\' figures and each endpoint\'s p99, and leaves out what neither side reported', () => {
     const report = (perS: number, cpu: number, p99: number) => ({
-      results: { flows: { per_s: perS, latency: { p99_ms: 4 * p99 } }, server: { server_cpu_ms_per_flow: cpu, db_statements_per_flow_by_source: { api: 22.3, worker: 0.9 } }, endpoints: { 'POST /checkout/leads': { p99_ms: p99 } } },
+      results: {
+        flows: { per_s: perS, latency: { p99_ms: 4 * p99 } },
+        server: { server_cpu_ms_per_flow: cpu, db_statements_per_flow_by_source: { api: 22.3, worker: 0.9 } },
+        endpoints: { 'POST /checkout/leads': { p99_ms: p99 } },
+        side_effects: { webhooks: { lag_ms: { p50: p99 / 2, p99: 100 * p99 } } },
+      },
     });
     const figures = compareReports([report(100, 8, 60), report(90, 9, 70)], [report(110, 7, 50), report(95, 8, 65)]);
     const byKey = Object.fromEntries(figures.map((f) => [f.key, f]));
@@ -68,6 +73,10 @@ describe('bench:compare figures', () => {
     expect(byKey.server_cpu_ms!.aheadIn).toBe(2);
     expect(byKey['p99:POST /checkout/leads']!.next).toEqual([50, 65]);
     expect(byKey.statements_api!.baseMean).toBeCloseTo(22.3);
+    // The outbox's lag: lower is better.
+    expect(byKey.webhook_lag_p99_ms!.base).toEqual([6000, 7000]);
+    expect(byKey.webhook_lag_p99_ms!.aheadIn).toBe(2);
+    expect(byKey.mail_lag_p99_ms).toBeUndefined();
     // Not in these reports: not in the table.
     expect(byKey.postgres_cpu_ms).toBeUndefined();
     expect(byKey.wal_kb).toBeUndefined();
