@@ -38,7 +38,7 @@ export const WORK_CHANNEL = 'checkstand_work';
  * notification instead of claiming once more to find nothing. Any other drainer is drained again
  * until it answers 0.
  */
-const DRAINS_TO_THE_END = new Set(['webhook-deliveries', 'autoresponder-mail']);
+const DRAINS_TO_THE_END = new Set(['webhook-deliveries', 'autoresponder-mail', 'affiliate-postbacks']);
 
 /** The safety net: how often an idle drainer looks for due work it was not told about (WORKER_POLL_MS). */
 export const DEFAULT_POLL_MS = 5_000;

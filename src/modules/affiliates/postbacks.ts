@@ -3,6 +3,7 @@ import { ApiError, notFound } from '../../app/errors.ts';
 import { randomToken } from '../../app/ids.ts';
 import type { Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
+import { drainInWindow } from '../../worker/window.ts';
 import type { Drainer } from '../../worker/worker.ts';
 import { postWebhook, retryAfterMs, retryDelayMs, type SendResult } from '../webhooks/service.ts';
 import { placeholderBeforePath, renderTemplate, type TemplateValues } from './render.ts';
@@ -16,7 +17,10 @@ export interface PostbackOptions {
   /** The webhooks' schedule (WEBHOOK_RETRY_SCHEDULE_MS): a postback is tried `length + 1` times. */
   retryScheduleMs: readonly number[];
   leaseMs?: number;
+  /** Postbacks claimed together. Default 10. */
   batchSize?: number;
+  /** Postbacks a drain has in flight at most; the next batch is claimed once no more than `concurrency - batchSize` are. Default 2 × batchSize. */
+  concurrency?: number;
   random?: () => number;
 }
 
@@ -68,14 +72,22 @@ export class AffiliatePostbacks {
     });
   }
 
-  claimDue(limit = this.opts.batchSize ?? 10): Promise<Row<'affiliate_postbacks'>[]> {
+  claimDue(limit = this.batchSize): Promise<Row<'affiliate_postbacks'>[]> {
     return this.store.transaction((trx) => repo.claimDuePostbacks(trx, limit, this.leaseMs));
   }
 
-  async deliverDue(log: Logger): Promise<number> {
-    const claimed = await this.claimDue();
-    await Promise.all(claimed.map((p) => this.deliver(p).catch((err: unknown) => log.error({ err, postback_id: p.id }, 'affiliate postback could not be recorded'))));
-    return claimed.length;
+  /** One drain: batches claimed in a sliding window (drainInWindow) until a claim comes back short. */
+  deliverDue(log: Logger): Promise<number> {
+    return drainInWindow({
+      claim: () => this.claimDue(),
+      handle: (p) => this.deliver(p).catch((err: unknown) => log.error({ err, postback_id: p.id }, 'affiliate postback could not be recorded')),
+      batchSize: this.batchSize,
+      concurrency: this.opts.concurrency ?? 2 * this.batchSize,
+    });
+  }
+
+  private get batchSize(): number {
+    return this.opts.batchSize ?? 10;
   }
 
   private async deliver(claimed: Row<'affiliate_postbacks'>): Promise<void> {

@@ -4,6 +4,7 @@ import { newId } from '../../app/ids.ts';
 import { type Secrets, SealedValues } from '../../app/secrets.ts';
 import type { Store, Tx } from '../../db/database.ts';
 import type { Row } from '../../db/schema.ts';
+import { drainInWindow } from '../../worker/window.ts';
 import { eventView } from '../events/service.ts';
 import * as repo from './repo.ts';
 import { retryAfterMs, retryDelayMs } from './schedule.ts';
@@ -57,7 +58,7 @@ export class WebhookDeliveries {
     this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
     this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * opts.timeoutMs + 10_000);
     this.batchSize = opts.batchSize ?? 10;
-    this.concurrency = Math.max(opts.concurrency ?? 2 * this.batchSize, this.batchSize);
+    this.concurrency = opts.concurrency ?? 2 * this.batchSize;
     this.random = opts.random ?? Math.random;
     this.signers = new SealedValues(secrets, (secret) => new WebhookSigner(secret));
   }
@@ -78,33 +79,20 @@ export class WebhookDeliveries {
   }
 
   /**
-   * One drain: claim a batch, send it outside any transaction, record each outcome; claim the
-   * next batch as soon as no more than `concurrency - batchSize` deliveries are still in flight,
-   * again while a claim comes back full, so nothing due is left behind when it returns. A batch
-   * is not waited for as a whole: one slow receiver holds one slot, not the queue behind it, and
-   * a worker that shares its thread (and the pool's line) with a busy API keeps up with it (with
-   * whole batches it fell behind: bench/README.md, thirty-second round).
+   * One drain: batches claimed in a sliding window (drainInWindow), each delivery sent outside any
+   * transaction and its outcome recorded; it returns once a claim comes back short.
    */
-  async deliverDue(log: Logger): Promise<number> {
-    let total = 0;
-    const inFlight = new Set<Promise<void>>();
-    for (;;) {
-      const claimed = await this.claimDue();
-      total += claimed.length;
-      for (const c of claimed) {
-        const sent: Promise<void> = this.deliver(c, log)
-          .catch((err: unknown) =>
-            // The lease runs out and another drain takes the delivery again: nothing is lost.
-            log.error({ err, delivery_id: c.id }, 'webhook delivery could not be recorded'),
-          )
-          .finally(() => inFlight.delete(sent));
-        inFlight.add(sent);
-      }
-      if (claimed.length < this.batchSize) break;
-      while (inFlight.size > this.concurrency - this.batchSize) await Promise.race(inFlight);
-    }
-    await Promise.all(inFlight);
-    return total;
+  deliverDue(log: Logger): Promise<number> {
+    return drainInWindow({
+      claim: () => this.claimDue(),
+      handle: (c) =>
+        this.deliver(c, log).catch((err: unknown) =>
+          // The lease runs out and another drain takes the delivery again: nothing is lost.
+          log.error({ err, delivery_id: c.id }, 'webhook delivery could not be recorded'),
+        ),
+      batchSize: this.batchSize,
+      concurrency: this.concurrency,
+    });
   }
 
   /** The exact bytes POSTed for an event: the event as GET /v1/events/{id} shows it, identical on every attempt. */
