@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/app/logger.ts';
+import { AffiliatePostbacks } from '../src/modules/affiliates/postbacks.ts';
 import { startWorker } from '../src/worker/worker.ts';
 import { affiliateWorld, type AffiliateWorld, createAffiliate, createOrder, listAll } from './support/affiliates.ts';
 import { CARD } from './support/fixtures.ts';
@@ -114,6 +115,43 @@ describe('postbacks and pixels', () => {
     expect(receiver.hits.filter((h) => h.url.pathname === '/flaky')).toHaveLength(4);
     const after = await w.team.api.get(`/v1/affiliate-postbacks/${p.id}`);
     expect(after.body.data.attempts).toHaveLength(4);
+  });
+
+  it('a slow affiliate URL holds one postback, not the queue: the drain claims and sends the next batch meanwhile', { timeout: 120_000 }, async () => {
+    // A receiver of its own that answers its first request only when released, every other at once.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const safety = setTimeout(release, 20_000);
+    const hits: string[] = [];
+    const server = http.createServer((req, res) => {
+      hits.push(req.url ?? '');
+      if (hits.length === 1) void held.then(() => res.writeHead(200).end('ok'));
+      else res.writeHead(200).end('ok');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const a = await createAffiliate(w.team.api, { postback_url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/slow?o={order_number}` });
+      for (let i = 0; i < 5; i++) expect((await createOrder(w, { affiliate: { affiliate_id: a.id } })).status).toBe(200);
+      const postbacks = new AffiliatePostbacks(w.app.store, { allowPrivateTargets: true, timeoutMs: 60_000, retryScheduleMs: [20], batchSize: 2, concurrency: 4 }, () => {});
+      const drained = postbacks.deliverDue(log);
+      try {
+        // Batch one is two postbacks, one of them held; with whole batches the drain would claim
+        // nothing more until it is released, with one slot taken it claims the next two.
+        const deadline = Date.now() + 15_000;
+        while (hits.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        expect(hits.length).toBeGreaterThanOrEqual(4);
+      } finally {
+        release();
+      }
+      expect(await drained).toBeGreaterThanOrEqual(5);
+      expect(new Set(hits).size).toBe(5);
+      const recorded = await listAll(w.team.api, `/v1/affiliate-postbacks?affiliate_id=${a.id}`);
+      expect(recorded.map((p) => p.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    } finally {
+      clearTimeout(safety);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('refuses templates with unknown placeholders or that are not http(s)', async () => {
