@@ -23,6 +23,13 @@ export interface Schedule {
 export interface Drainer {
   name: string;
   drain(ctx: AppContext, log: Logger): Promise<number>;
+  /**
+   * One drain claims batch after batch until a claim comes back short (drainInWindow does): when
+   * it returns, nothing was left due behind it, so a listening worker waits for the next
+   * notification instead of claiming once more to find nothing. Without it, the drainer is
+   * drained again until it answers 0.
+   */
+  drainsToTheEnd?: boolean;
 }
 
 /**
@@ -31,14 +38,6 @@ export interface Drainer {
  * The NOTIFY runs in the transaction that creates the row and is delivered on its commit.
  */
 export const WORK_CHANNEL = 'checkstand_work';
-
-/**
- * Drainers whose one drain claims batch after batch until a claim comes back short: when such a
- * drain returns, nothing was left due behind it, so a listening worker waits for the next
- * notification instead of claiming once more to find nothing. Any other drainer is drained again
- * until it answers 0.
- */
-const DRAINS_TO_THE_END = new Set(['webhook-deliveries', 'autoresponder-mail', 'affiliate-postbacks']);
 
 /** The safety net: how often an idle drainer looks for due work it was not told about (WORKER_POLL_MS). */
 export const DEFAULT_POLL_MS = 5_000;
@@ -245,7 +244,7 @@ export function startWorker(ctx: AppContext, log: Logger, opts: WorkerOptions = 
           const n = await d.drain(ctx, log);
           if (stopped) break;
           if (slot.woken) continue;
-          if (n > 0 && !(listening() && DRAINS_TO_THE_END.has(d.name))) continue;
+          if (n > 0 && !(listening() && d.drainsToTheEnd)) continue;
           await idle(slot, pollMs);
         } catch (err) {
           if (stopped) break;

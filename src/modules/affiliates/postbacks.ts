@@ -19,7 +19,7 @@ export interface PostbackOptions {
   leaseMs?: number;
   /** Postbacks claimed together. Default 10. */
   batchSize?: number;
-  /** Postbacks a drain has in flight at most; the next batch is claimed once no more than `concurrency - batchSize` are. Default 2 × batchSize. */
+  /** Postbacks a drain has in flight at most; the next batch is claimed once no more than `concurrency - batchSize` are. Default 2 × batchSize (drainInWindow). */
   concurrency?: number;
   random?: () => number;
 }
@@ -51,7 +51,7 @@ export class AffiliatePostbacks {
     private readonly nudge: () => void,
   ) {
     this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * opts.timeoutMs + 10_000);
-    this.drainer = { name: 'affiliate-postbacks', drain: (_ctx, log) => this.deliverDue(log) };
+    this.drainer = { name: 'affiliate-postbacks', drain: (_ctx, log) => this.deliverDue(log), drainsToTheEnd: true };
   }
 
   /** In the caller's transaction: at most one postback per (event, source) — a charge or a refund is announced once. */
@@ -82,7 +82,7 @@ export class AffiliatePostbacks {
       claim: () => this.claimDue(),
       handle: (p) => this.deliver(p).catch((err: unknown) => log.error({ err, postback_id: p.id }, 'affiliate postback could not be recorded')),
       batchSize: this.batchSize,
-      concurrency: this.opts.concurrency ?? 2 * this.batchSize,
+      concurrency: this.opts.concurrency,
     });
   }
 

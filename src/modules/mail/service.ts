@@ -151,7 +151,7 @@ export class MailService implements EventSink {
     this.retryDelaysMs = opts.retryDelaysMs ?? DEFAULT_MAIL_RETRY_SCHEDULE_MS;
     this.batchSize = opts.batchSize ?? 10;
     this.leaseMs = opts.leaseMs ?? 10 * 60_000;
-    this.drainer = { name: 'autoresponder-mail', drain: (_ctx, log) => this.sendDueMail(log) };
+    this.drainer = { name: 'autoresponder-mail', drain: (_ctx, log) => this.sendDueMail(log), drainsToTheEnd: true };
   }
 
   registerSendCheck(kind: (typeof MAIL_KINDS)[number], check: MailSendCheck): void {

@@ -45,7 +45,6 @@ export class WebhookDeliveries {
   private readonly disableAfterMs: number;
   private readonly leaseMs: number;
   private readonly batchSize: number;
-  private readonly concurrency: number;
   private readonly random: () => number;
   /** Outcomes waiting for the statement that records them together (recordTogether). */
   private outcomes: { record: repo.AttemptRecord; settle(err: unknown, held: boolean): void }[] = [];
@@ -58,7 +57,6 @@ export class WebhookDeliveries {
     this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
     this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * opts.timeoutMs + 10_000);
     this.batchSize = opts.batchSize ?? 10;
-    this.concurrency = opts.concurrency ?? 2 * this.batchSize;
     this.random = opts.random ?? Math.random;
     this.signers = new SealedValues(secrets, (secret) => new WebhookSigner(secret));
   }
@@ -91,7 +89,7 @@ export class WebhookDeliveries {
           log.error({ err, delivery_id: c.id }, 'webhook delivery could not be recorded'),
         ),
       batchSize: this.batchSize,
-      concurrency: this.concurrency,
+      concurrency: this.opts.concurrency,
     });
   }
 

@@ -48,7 +48,7 @@ export interface WebhooksOptions {
   batchSize?: number;
   /**
    * Deliveries a drain has in flight at most (to all endpoints together); it claims another batch
-   * once no more than `concurrency - batchSize` are. Default 2 × batchSize; at least batchSize.
+   * once no more than `concurrency - batchSize` are. Default 2 × batchSize; at least batchSize (drainInWindow).
    */
   concurrency?: number;
   resolve?: ResolveAll;
@@ -130,7 +130,7 @@ export class WebhooksService implements EventSink {
     this.resolve = opts.resolve ?? resolveAll;
     this.subscribers = configCache<{ endpointIds: readonly string[] }>(store, 'webhook_endpoints');
     this.deliveries = new WebhookDeliveries(store, secrets, opts);
-    this.drainer = { name: 'webhook-deliveries', drain: (_ctx, log) => this.deliveries.deliverDue(log) };
+    this.drainer = { name: 'webhook-deliveries', drain: (_ctx, log) => this.deliveries.deliverDue(log), drainsToTheEnd: true };
   }
 
   get maxAttempts(): number {
