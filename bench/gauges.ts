@@ -3,26 +3,12 @@
  * helper threads' small protocol (the receiver's stats, closing a thread).
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
 import { EML_WRITER_THREAD } from '../src/modules/mail/transport.ts';
 import { type ServerProcesses, isCheckstandRole, statCpuMs } from './server-processes.ts';
 import type { ReceiverStats } from './stats.ts';
 import { nextMessage } from './threads.ts';
-
-/** A free TCP port on loopback, for the `serve --processes` children to share. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * CPU time (user + system, ms) of the server in this process: its main thread and the mail file

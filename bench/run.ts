@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
@@ -28,28 +28,28 @@ import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../src/app/config.ts';
 import { LIMITS_OFF as BENCH_LIMITS_OFF } from '../test/reliability/limits-off.ts';
+import { freePort } from '../test/reliability/processes.ts';
 import { createLogger } from '../src/app/logger.ts';
 import { openRuntime, type Runtime } from '../src/app/runtime.ts';
 import { seedDemo } from '../src/app/seed.ts';
 import { buildServer } from '../src/app/server.ts';
-import { countSocketWrites } from '../src/db/socket-writes.ts';
 import type { Http } from '../src/app/http.ts';
 import { placeMailDir, type PlacedMailDir } from './mail-dir.ts';
 import { type RunningWorker, SCHEDULES, startWorker } from '../src/worker/worker.ts';
-import { UsageError, dropBenchDatabase, gitInfo, machineCpu, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
+import { UsageError, dropBenchDatabase, gitInfo, recreateDatabase, redactUrl, resultStamp, runMain } from './common.ts';
 import { type CpuProfile, Profiler, readProcessProfiles, summarizeProfile, writeProfile } from './profile.ts';
 import { callgrindMissing, callgrindWrap, dumpCounters, zeroCounters } from './callgrind.ts';
 import { type DriverInput, type ReceiverFinal, SANDBOX_STEPS, SCENARIO_STEPS, STEP_NAMES, summarize, total } from './stats.ts';
-import { type ServerProcesses, cpuBetweenMs, cpuSnapshot, isCheckstandRole, localPostgresPids, rssBytes, serverCommand, startServerProcesses } from './server-processes.ts';
+import { type ServerProcesses, serverCommand, startServerProcesses } from './server-processes.ts';
 import { type DriverResult, nextMessage, runDriver, startTsWorker } from './threads.ts';
-import { type CpuTicks, readCpuTicks, type SchedTimes, schedSnapshot, stealShare, waitBetween } from './sched.ts';
 import { enableWalInspect, walBetween, walPosition, type WalFigures } from './wal.ts';
-import { FlushQuery, SyncQuery } from '../src/db/protocol-transactions.ts';
+import { countStatements } from './statement-count.ts';
+import { CpuWindow, type CpuWindowFigures } from './window-cpu.ts';
 import { type Options, parseOptions, USAGE } from './options.ts';
 import { checkSideEffects } from './checks.ts';
 import { CAPTURE_RETRIES, cardLine, FIRST_CHARGE, flowLines, setUpProvider } from './provider.ts';
-import { type BenchThread, benchThreadsCpuMs, closeThread, eachBenchThread, freePort, receiverStats, serverMainPids, serverThreadsCpuMs, threadElu } from './gauges.ts';
-import { type EndpointReport, fmtCounts, pad, printSummary, type Report, type RunQueueFigures, runQueueReport, TARGETS, type TargetResult } from './report.ts';
+import { type BenchThread, closeThread, eachBenchThread, receiverStats } from './gauges.ts';
+import { type EndpointReport, fmtCounts, pad, printSummary, type Report, runQueueReport, TARGETS, type TargetResult } from './report.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS_DIR = path.join(HERE, 'results');
@@ -293,37 +293,20 @@ async function main(): Promise<number> {
       client: opts.client,
     };
 
-    // Gauges over the measured window: thread utilisation, process and machine CPU, pool queue.
+    // Gauges over the measured window: CPU, threads and processes (bench/window-cpu.ts), the pool's queue.
     let driverThread: Worker | undefined;
-    let eluStart: EventLoopUtilization | undefined;
-    let eluWindow: EventLoopUtilization | undefined;
-    const threadEluStart: { driver?: EventLoopUtilization; sandbox?: EventLoopUtilization; receiver?: EventLoopUtilization } = {};
-    const threadEluWindow: Report['results']['server']['thread_utilization'] = { driver: null, sandbox: null, receiver: null };
-    let benchThreadCpuStart: Record<BenchThread, number | null> | undefined;
-    /** The bench's threads' CPU over the window per wall second (cores), each apart. */
-    let benchThreadCores: Record<BenchThread, number | null> | null = null;
-    let cpuStart: { usage: NodeJS.CpuUsage; machine: { busy: number; total: number }; threads: { main: number; mailWriter: number } | null; at: number } | undefined;
-    let cpuCores: number | null = null;
-    let mainCores: number | null = null;
-    /** In process: the server threads' CPU over the window, ms, each apart. */
-    let threadCpuMs: { main: number; mail_writer: number } | null = null;
-    let machineCores: number | null = null;
-    /** PostgreSQL on this machine: its processes' CPU at the window's start, and over the window per wall second. */
-    let pgCpuStart: Map<number, number> | null = null;
-    let pgCores: number | null = null;
-    /** Waiting for a core over the window (bench/sched.ts): the server's main threads, PostgreSQL's processes, the hypervisor's steal. */
-    let schedStart: { server: Map<number, SchedTimes>; postgres: Map<number, SchedTimes> | null; ticks: CpuTicks | null } | undefined;
-    let runQueue: RunQueueFigures | null = null;
+    const cpuWindow = new CpuWindow({
+      servers,
+      databaseUrl,
+      tids: benchTids,
+      threads: () => ({ driver: driverThread, sandbox: sandboxThread, receiver: receiverThread }),
+    });
+    let cpu: CpuWindowFigures | null = null;
     let lastElu = performance.eventLoopUtilization();
     let poolWaitingMax = 0;
     const serverStore = rt.ctx.store;
     const pool = serverStore.pool;
-    // Count the statements every pooled client sends (PGlite goes through the same pg.Pool).
-    // Transactions too: COMMITs and protocol transactions' Syncs (their commits), and statements
-    // sent outside a transaction (one transaction each).
-    // writes: socket writes to PostgreSQL (one system call each): a statement sent with others (a
-    // transaction's BEGIN, deferred writes) shares one. PGlite has no socket: not counted there.
-    const db = { statements: 0, workerStatements: 0, commits: 0, single: 0, writes: 0 };
+    const db = countStatements(pool, () => workerScope.getStore() === true);
     let dbAtStart = { ...db };
     let dbStatementsInWindow: number | null = null;
     /** The warm-up's second half: statements counted there, and the outbox worker's among them. */
@@ -331,52 +314,16 @@ async function main(): Promise<number> {
     let workerShare: number | null = null;
     let dbWritesInWindow: number | null = null;
     let dbCommitsInWindow: { explicit: number; single: number } | null = null;
-    const counted = new WeakSet<object>();
-    const countWrites = countSocketWrites(() => db.writes++);
-    pool.on('acquire', (client) => {
-      if (counted.has(client)) return;
-      counted.add(client);
-      countWrites(client);
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      let inTransaction = false;
-      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        const first = args[0];
-        // A protocol transaction (src/db/protocol-transactions.ts): its statements go with Flush, its commit is a Sync.
-        if (first instanceof SyncQuery) {
-          db.commits++;
-          return query(...args);
-        }
-        db.statements++;
-        if (workerScope.getStore()) db.workerStatements++;
-        if (first instanceof FlushQuery) return query(...args);
-        const text = (typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '')).trimStart().slice(0, 24).toLowerCase();
-        if (text.startsWith('begin') || text.startsWith('start transaction')) inTransaction = true;
-        else if (text.startsWith('commit')) {
-          inTransaction = false;
-          db.commits++;
-        } else if (text.startsWith('rollback to')) {
-          // a savepoint: still in the transaction
-        } else if (text.startsWith('rollback')) inTransaction = false;
-        else if (!inTransaction) db.single++;
-        return query(...args);
-      };
-    });
     const xactCommit = async (): Promise<number | null> => {
       if (!statsClient) return null;
       const r = await statsClient.query<{ c: string }>('SELECT xact_commit::text AS c FROM pg_stat_database WHERE datname = current_database()');
       return Number(r.rows[0]!.c);
     };
     const xactAtStart = await xactCommit();
-    let serverCpuStart: Map<number, number> | undefined;
     /** --callgrind: the server's instructions over the measured window (bench/callgrind.ts). */
     let instructions: number | null = null;
     let callgrindZeroed = false;
     let callgrindDump: string | null = null;
-    let serverPids: number[] = [];
-    /** `primary` or `api` by pid, for naming the processes' CPU profiles. */
-    const processLabels = new Map<number, string>();
-    let rssAtEnd: Report['results']['server']['rss_mb'] = null;
-    let cpuMsByProcess: Record<string, number> | null = null;
     const poolSampler = setInterval(() => {
       poolWaitingMax = Math.max(poolWaitingMax, serverStore.waitingCount);
     }, 50);
@@ -391,6 +338,8 @@ async function main(): Promise<number> {
     let profileStopped: Promise<CpuProfile | null> | undefined;
     const receiver = receiverThread;
     const uniqueNow = () => receiverStats(receiver).then((s) => s.unique, () => -1);
+    let windowOpened = false;
+    let windowClosed = false;
 
     let result: DriverResult;
     try {
@@ -401,13 +350,8 @@ async function main(): Promise<number> {
         },
         (phase) => {
           if (phase === 'measure') {
-            eluStart = performance.eventLoopUtilization();
-            threadEluStart.driver = driverThread?.performance.eventLoopUtilization();
-            benchThreadCpuStart = benchThreadsCpuMs(benchTids);
-            threadEluStart.sandbox = sandboxThread?.performance.eventLoopUtilization();
-            threadEluStart.receiver = receiverThread?.performance.eventLoopUtilization();
-            cpuStart = { usage: process.cpuUsage(), machine: machineCpu(), threads: serverThreadsCpuMs(), at: performance.now() };
-            if (servers) serverCpuStart = cpuSnapshot(servers.pids());
+            windowOpened = true;
+            cpuWindow.open();
             if (callgrindPid !== null) {
               try {
                 zeroCounters(callgrindPid);
@@ -416,9 +360,6 @@ async function main(): Promise<number> {
                 log(`callgrind: could not zero the server's counters: ${err instanceof Error ? err.message : String(err)}`);
               }
             }
-            const pgPids = localPostgresPids(databaseUrl);
-            pgCpuStart = pgPids.length ? cpuSnapshot(pgPids) : null;
-            schedStart = { server: schedSnapshot(servers ? serverMainPids(servers) : [process.pid]), postgres: pgPids.length ? schedSnapshot(pgPids) : null, ticks: readCpuTicks() };
             poolWaitingMax = 0;
             if (splitInWarmup) {
               const from = splitFrom ?? { statements: 0, worker: 0 };
@@ -430,7 +371,8 @@ async function main(): Promise<number> {
             if (statsClient) walAtStart = walPosition(statsClient).catch(() => null);
             receivedAtStart = uniqueNow();
             if (profiler) profileStarted = profiler.start();
-          } else if (phase === 'drain' && eluStart && cpuStart && !eluWindow) {
+          } else if (phase === 'drain' && windowOpened && !windowClosed) {
+            windowClosed = true;
             if (callgrindPid !== null && callgrindZeroed) {
               try {
                 const dumped = dumpCounters(callgrindPid, callgrindDir!);
@@ -440,57 +382,8 @@ async function main(): Promise<number> {
                 log(`callgrind: ${err instanceof Error ? err.message : String(err)}`);
               }
             }
-            eluWindow = performance.eventLoopUtilization(eluStart);
-            threadEluWindow.driver = threadElu(driverThread, threadEluStart.driver);
-            threadEluWindow.sandbox = threadElu(sandboxThread, threadEluStart.sandbox);
-            threadEluWindow.receiver = threadElu(receiverThread, threadEluStart.receiver);
-            const wallMs = performance.now() - cpuStart.at;
-            if (benchThreadCpuStart) {
-              const start = benchThreadCpuStart;
-              const end = benchThreadsCpuMs(benchTids);
-              benchThreadCores = eachBenchThread((t) => (start[t] !== null && end[t] !== null ? (end[t]! - start[t]!) / wallMs : null));
-            }
-            const used = process.cpuUsage(cpuStart.usage);
-            cpuCores = (used.user + used.system) / 1000 / wallMs;
-            const m = machineCpu();
-            machineCores = (m.busy - cpuStart.machine.busy) / wallMs;
-            if (pgCpuStart) pgCores = cpuBetweenMs(pgCpuStart, cpuSnapshot(localPostgresPids(databaseUrl))) / wallMs;
-            if (schedStart) {
-              const server = waitBetween(schedStart.server, schedSnapshot(servers ? serverMainPids(servers) : [process.pid]));
-              const postgres = schedStart.postgres ? waitBetween(schedStart.postgres, schedSnapshot(localPostgresPids(databaseUrl))) : null;
-              const procs = servers;
-              const byProcess = procs ? Object.fromEntries([...server.byPid].map(([pid, ms]) => [`${procs.role(pid)} ${pid}`, ms])) : null;
-              runQueue = schedStart.server.size > 0 ? { wallMs, serverMs: server.totalMs, serverMaxMs: server.maxMs, serverByProcess: byProcess, postgresMs: postgres?.totalMs ?? null, steal: stealShare(schedStart.ticks, readCpuTicks()) } : null;
-            }
-            if (servers && serverCpuStart) {
-              // Every server process: the primary (and its outbox worker) and each API child.
-              serverPids = servers.pids();
-              const end = cpuSnapshot(serverPids);
-              mainCores = end.size > 0 ? cpuBetweenMs(serverCpuStart, end) / wallMs : null;
-              const perProcess: Record<string, number> = {};
-              const cpuByProcess: Record<string, number> = {};
-              // The target is per Checkstand process: tsx's esbuild helpers are listed, not judged.
-              const values: number[] = [];
-              for (const pid of serverPids) {
-                const label = servers.role(pid);
-                processLabels.set(pid, label);
-                const cpuEnd = end.get(pid);
-                if (cpuEnd !== undefined) cpuByProcess[`${label} ${pid}`] = cpuEnd - (serverCpuStart.get(pid) ?? 0);
-                const b = rssBytes(pid);
-                if (b === null) continue;
-                perProcess[`${label} ${pid}`] = Math.round(b / 2 ** 20);
-                if (isCheckstandRole(label)) values.push(perProcess[`${label} ${pid}`]!);
-              }
-              rssAtEnd = values.length ? { per_process: perProcess, max: Math.max(...values) } : null;
-              cpuMsByProcess = cpuByProcess;
-            } else {
-              const threads = serverThreadsCpuMs();
-              if (threads !== null && cpuStart.threads !== null) {
-                threadCpuMs = { main: threads.main - cpuStart.threads.main, mail_writer: threads.mailWriter - cpuStart.threads.mailWriter };
-                mainCores = (threadCpuMs.main + threadCpuMs.mail_writer) / wallMs;
-              }
-              const rss = Math.round(process.memoryUsage().rss / 2 ** 20);
-              rssAtEnd = { per_process: { [`this process ${process.pid}`]: rss }, max: rss };
+            cpu = cpuWindow.close();
+            if (!servers) {
               dbStatementsInWindow = db.statements - dbAtStart.statements;
               if (rt!.ctx.store.kind === 'postgres') dbWritesInWindow = db.writes - dbAtStart.writes;
               dbCommitsInWindow = { explicit: db.commits - dbAtStart.commits, single: db.single - dbAtStart.single };
@@ -683,13 +576,15 @@ async function main(): Promise<number> {
     const goalRate = TARGETS.funnels_per_s_goal[kind];
     const rateGoal: TargetResult = { target: `≥ ${goalRate} funnels/s (${kind})`, measured: `${flowsPerS.toFixed(1)}/s`, met: flowsPerS >= goalRate };
     const perFlow = (n: number | null) => (n !== null && result.flowsCompleted > 0 ? Math.round((n / result.flowsCompleted) * 10) / 10 : null);
+    // Set in the driver's phase callback (TypeScript cannot see that it ran).
+    const w = cpu as CpuWindowFigures | null;
+    const mainCores = w?.serverCores ?? null;
     const cpuMsPerFlow = mainCores !== null ? perFlow(mainCores * windowMs) : null;
-    // Set in the driver's phase callback, like mainCores.
-    const postgresCores = pgCores as number | null;
+    const postgresCores = w?.postgresCores ?? null;
     const postgresCpuMsPerFlow = postgresCores !== null ? perFlow(postgresCores * windowMs) : null;
+    const machineCores = w?.machineCores ?? null;
     const machineCpuMsPerFlow = machineCores !== null ? perFlow(machineCores * windowMs) : null;
-    // Set in the driver's phase callback, like mainCores.
-    const threadCores = benchThreadCores as Record<BenchThread, number | null> | null;
+    const threadCores = w?.benchThreadCores ?? null;
     const benchThreadsPerFlow = threadCores ? eachBenchThread((t) => (threadCores[t] === null ? null : perFlow(threadCores[t] * windowMs))) : null;
     const cpus = os.cpus().length;
     const statementsPerFlow = perFlow(dbStatementsInWindow);
@@ -700,7 +595,7 @@ async function main(): Promise<number> {
     const statementsBySource =
       dbStatementsInWindow === null || workerStatements === null ? null : { api: perFlow(dbStatementsInWindow - workerStatements)!, worker: perFlow(workerStatements)! };
     const windowCommits = dbCommitsInWindow as { explicit: number; single: number } | null;
-    const rssMb = rssAtEnd as Report['results']['server']['rss_mb'];
+    const rssMb = w?.rssMb ?? null;
     let wal: WalFigures | null = null;
     const [walStart, walEnd] = await Promise.all([walAtStart, walAtEnd]);
     if (statsClient && walStart && walEnd) {
@@ -709,8 +604,7 @@ async function main(): Promise<number> {
         return null;
       });
     }
-    // Set in the driver's phase callback, like rssAtEnd.
-    const cpuByProcess = cpuMsByProcess as Record<string, number> | null;
+    const cpuByProcess = w?.cpuMsByProcess ?? null;
     const cpuMsPerFlowByProcess = cpuByProcess ? Object.fromEntries(Object.entries(cpuByProcess).map(([k, ms]) => [k, perFlow(ms)!])) : null;
     const commitsPerFlow =
       windowCommits && result.flowsCompleted > 0
@@ -806,7 +700,7 @@ async function main(): Promise<number> {
     let processProfilesReport: Report['results']['process_profiles'] = null;
     if (opts.profile && opts.processes !== null) {
       processProfilesReport = processProfiles.map(({ pid, profile: p }) => {
-        const label = processLabels.get(pid) ?? 'process';
+        const label = w?.processLabels.get(pid) ?? 'process';
         const profileFile = path.join(RESULTS_DIR, `${stamp}-${kind}${suffix}-${label}-${pid}.cpuprofile`);
         writeProfile(profileFile, p);
         return { process: `${label} ${pid}`, ...summarizeProfile(p), file: profileFile };
@@ -914,21 +808,21 @@ async function main(): Promise<number> {
         },
         checks,
         server: {
-          main_thread_utilization: eluWindow && opts.processes === null ? Math.round(eluWindow.utilization * 1000) / 1000 : null,
-          thread_utilization: threadEluWindow,
+          main_thread_utilization: w?.serverElu == null ? null : Math.round(w.serverElu * 1000) / 1000,
+          thread_utilization: w?.threadElu ?? { driver: null, sandbox: null, receiver: null },
           bench_threads_cpu_ms_per_flow: benchThreadsPerFlow,
           server_thread_cpu_cores: mainCores === null ? null : Math.round(mainCores * 100) / 100,
           server_cpu_ms_per_flow: cpuMsPerFlow,
-          server_cpu_ms_per_flow_by_thread: threadCpuMs === null ? null : { main: perFlow(threadCpuMs.main)!, mail_writer: perFlow(threadCpuMs.mail_writer)! },
+          server_cpu_ms_per_flow_by_thread: w?.serverThreadCpuMs ? { main: perFlow(w.serverThreadCpuMs.main)!, mail_writer: perFlow(w.serverThreadCpuMs.mail_writer)! } : null,
           server_instructions_per_flow_m: instructions === null ? null : perFlow(instructions / 1e6),
           callgrind_file: callgrindFile,
-          process_cpu_cores: cpuCores === null ? null : Math.round(cpuCores * 100) / 100,
+          process_cpu_cores: w ? Math.round(w.processCores * 100) / 100 : null,
           machine_cpu_cores: machineCores === null ? null : Math.round(machineCores * 100) / 100,
           postgres_cpu_ms_per_flow: postgresCpuMsPerFlow,
           machine_cpu_ms_per_flow: machineCpuMsPerFlow,
           machine_flows_per_s_bound:
             machineCpuMsPerFlow !== null && machineCpuMsPerFlow > 0 ? Math.round((cpus * 1000 * 10) / machineCpuMsPerFlow) / 10 : null,
-          run_queue: runQueueReport(runQueue as RunQueueFigures | null, perFlow),
+          run_queue: runQueueReport(w?.runQueue ?? null, perFlow),
           db_pool_waiting_max: poolWaitingMax,
           db_statements_per_flow: statementsPerFlow,
           db_statements_per_flow_by_source: statementsBySource,
@@ -940,7 +834,7 @@ async function main(): Promise<number> {
             mode: opts.processes === null ? 'in-process' : 'child processes',
             api_processes: opts.processes ?? 1,
             ...(opts.processes !== null ? { worker_processes: opts.workers } : {}),
-            pids: opts.processes === null ? [process.pid] : serverPids,
+            pids: opts.processes === null ? [process.pid] : (w?.serverPids ?? []),
             ...(serversCode ? { code: serversCode } : {}),
           },
           rss_mb: rssMb,

@@ -14,7 +14,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -22,6 +21,7 @@ import v8 from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_HEAP_GROWING_PERCENT, API_SEMI_SPACE_MB, apiProcessExecArgv, applyHeapGrowth } from '../src/cli/cluster.ts';
 import { childPids, processName, shebangCommand } from '../bench/server-processes.ts';
+import { freePort } from './reliability/processes.ts';
 
 const BIN = path.resolve('bin/checkstand.js');
 const SERVER_URL = process.env.TEST_DATABASE_URL;
@@ -37,18 +37,6 @@ process.once('exit', killLive);
 afterAll(killLive);
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A process is alive while signal 0 reaches it. */
 function alive(pid: number): boolean {
