@@ -233,6 +233,69 @@ export interface Report {
   };
 }
 
+/** What judgeTargets weighs: the run's figures, per completed funnel where they are counts. */
+export interface TargetInputs {
+  kind: 'pglite' | 'postgres';
+  /** The server in the bench's process: its RSS is the whole bench's, which judges nothing. */
+  inProcess: boolean;
+  flowsPerS: number;
+  /** The API's calls (not the provider's pages), by step name. */
+  p99ByCall: Record<string, Pick<LatencySummary, 'count' | 'p99_ms'>>;
+  cpuMsPerFlow: number | null;
+  /** Null with `--processes` (counted in this process only) or without a warm-up (not counted apart). */
+  statementsBySource: { api: number; worker: number } | null;
+  /** Counted in the window (in process), or pg_stat_database's xact_commit over the whole run. */
+  commits: { perFlow: number; from: 'window' | 'xact_commit' } | null;
+  rssMb: { max: number } | null;
+}
+
+/** The issue's targets against a run's figures: met, not met, or not measured (null). Never a failure of the run. */
+export function judgeTargets(f: TargetInputs): Report['targets'] {
+  const { kind } = f;
+  const p99_per_call: Record<string, TargetResult> = {};
+  for (const [name, s] of Object.entries(f.p99ByCall)) {
+    p99_per_call[name] = { target: `p99 < ${TARGETS.p99_ms_per_call} ms`, measured: `${s.p99_ms.toFixed(1)} ms`, met: s.count > 0 && s.p99_ms < TARGETS.p99_ms_per_call };
+  }
+  const rate = TARGETS.funnels_per_s[kind];
+  const funnels_per_s: TargetResult = { target: `≥ ${rate} funnels/s (${kind})`, measured: `${f.flowsPerS.toFixed(1)}/s`, met: f.flowsPerS >= rate };
+  const goal = TARGETS.funnels_per_s_goal[kind];
+  const funnels_per_s_goal: TargetResult = { target: `≥ ${goal} funnels/s (${kind})`, measured: `${f.flowsPerS.toFixed(1)}/s`, met: f.flowsPerS >= goal };
+  const cpuTarget = TARGETS.cpu_ms_per_flow[kind];
+  const rssTarget = TARGETS.rss_mb[kind];
+  const sbs = f.statementsBySource;
+  const more = {
+    cpu_ms_per_flow: {
+      target: `≤ ${cpuTarget} ms (${kind}, all server processes)`,
+      measured: f.cpuMsPerFlow === null ? '?' : `${f.cpuMsPerFlow} ms`,
+      met: f.cpuMsPerFlow === null ? null : f.cpuMsPerFlow <= cpuTarget,
+    },
+    sql_statements_per_flow: {
+      target: `≤ ${TARGETS.sql_statements_per_flow} from the API, ≤ ${TARGETS.worker_sql_statements_per_flow} from the worker`,
+      measured: sbs === null ? (f.inProcess ? '? (not counted apart without a warm-up)' : '? (child processes)') : `API ${sbs.api}, worker ${sbs.worker}`,
+      met: sbs === null ? null : sbs.api <= TARGETS.sql_statements_per_flow && sbs.worker <= TARGETS.worker_sql_statements_per_flow,
+    },
+    commits_per_flow: {
+      target: `≤ ${TARGETS.commits_per_flow}`,
+      measured: f.commits === null ? '?' : `${f.commits.perFlow}${f.commits.from === 'window' ? '' : ' (xact_commit, whole run)'}`,
+      met: f.commits === null ? null : f.commits.perFlow <= TARGETS.commits_per_flow,
+    },
+    rss_mb: {
+      target: kind === 'postgres' ? `≤ ${rssTarget} MB per process (PostgreSQL)` : `≤ ${rssTarget} MB for npm start (embedded)`,
+      measured: f.rssMb === null ? '?' : f.inProcess ? `${f.rssMb.max} MB (whole bench process; a server's alone: --processes)` : `${f.rssMb.max} MB (largest)`,
+      // In process the figure holds the bench's own threads and heaps too: an upper bound of the
+      // server's that judges nothing (`--processes` measures each server process apart).
+      met: f.rssMb === null || f.inProcess ? null : f.rssMb.max <= rssTarget,
+    },
+  } satisfies Record<string, TargetResult>;
+  return {
+    funnels_per_s,
+    funnels_per_s_goal,
+    p99_per_call,
+    ...more,
+    all_met: [funnels_per_s, ...Object.values(p99_per_call), ...Object.values(more)].every((x) => x.met !== false),
+  };
+}
+
 const pct = (v: number | null) => (v === null ? '?' : `${(v * 100).toFixed(0)}%`);
 const mark = (met: boolean | null) => (met === null ? 'not measured' : met ? 'PASS' : 'BELOW TARGET');
 

@@ -49,7 +49,7 @@ import { type Options, parseOptions, USAGE } from './options.ts';
 import { checkSideEffects } from './checks.ts';
 import { CAPTURE_RETRIES, cardLine, FIRST_CHARGE, flowLines, setUpProvider } from './provider.ts';
 import { type BenchThread, closeThread, eachBenchThread, receiverStats } from './gauges.ts';
-import { type EndpointReport, fmtCounts, pad, printSummary, type Report, runQueueReport, TARGETS, type TargetResult } from './report.ts';
+import { type EndpointReport, fmtCounts, judgeTargets, pad, printSummary, type Report, runQueueReport } from './report.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS_DIR = path.join(HERE, 'results');
@@ -564,17 +564,6 @@ async function main(): Promise<number> {
     const errorRate = requests > 0 ? errors / requests : 0;
     const flowsPerS = windowMs > 0 ? (result.flowsCompleted * 1000) / windowMs : 0;
 
-    // Targets: reported, never a failure.
-    const targetRate = TARGETS.funnels_per_s[kind];
-    const p99Targets: Record<string, TargetResult> = {};
-    // The API's calls; the provider's pages (the sandbox) have no target.
-    for (const e of steps.filter((x) => !SANDBOX_STEPS.has(x))) {
-      const p99 = endpoints[e]!.p99_ms;
-      p99Targets[STEP_NAMES[e]] = { target: `p99 < ${TARGETS.p99_ms_per_call} ms`, measured: `${p99.toFixed(1)} ms`, met: endpoints[e]!.count > 0 && p99 < TARGETS.p99_ms_per_call };
-    }
-    const rateTarget: TargetResult = { target: `≥ ${targetRate} funnels/s (${kind})`, measured: `${flowsPerS.toFixed(1)}/s`, met: flowsPerS >= targetRate };
-    const goalRate = TARGETS.funnels_per_s_goal[kind];
-    const rateGoal: TargetResult = { target: `≥ ${goalRate} funnels/s (${kind})`, measured: `${flowsPerS.toFixed(1)}/s`, met: flowsPerS >= goalRate };
     const perFlow = (n: number | null) => (n !== null && result.flowsCompleted > 0 ? Math.round((n / result.flowsCompleted) * 10) / 10 : null);
     // Set in the driver's phase callback (TypeScript cannot see that it ran).
     const w = cpu as CpuWindowFigures | null;
@@ -610,42 +599,17 @@ async function main(): Promise<number> {
       windowCommits && result.flowsCompleted > 0
         ? { explicit: perFlow(windowCommits.explicit)!, single_statement: perFlow(windowCommits.single)!, total: perFlow(windowCommits.explicit + windowCommits.single)! }
         : null;
-    const cpuTarget = TARGETS.cpu_ms_per_flow[kind];
-    const rssTarget = TARGETS.rss_mb[kind];
-    const inProcess = opts.processes === null;
-    const commitsMeasured = commitsPerFlow?.total ?? xact?.per_flow ?? null;
-    const moreTargets = {
-      cpu_ms_per_flow: {
-        target: `≤ ${cpuTarget} ms (${kind}, all server processes)`,
-        measured: cpuMsPerFlow === null ? '?' : `${cpuMsPerFlow} ms`,
-        met: cpuMsPerFlow === null ? null : cpuMsPerFlow <= cpuTarget,
-      },
-      sql_statements_per_flow: {
-        target: `≤ ${TARGETS.sql_statements_per_flow} from the API, ≤ ${TARGETS.worker_sql_statements_per_flow} from the worker`,
-        measured:
-          statementsBySource === null
-            ? opts.processes !== null
-              ? '? (child processes)'
-              : '? (not counted apart without a warm-up)'
-            : `API ${statementsBySource.api}, worker ${statementsBySource.worker}`,
-        met:
-          statementsBySource === null
-            ? null
-            : statementsBySource.api <= TARGETS.sql_statements_per_flow && statementsBySource.worker <= TARGETS.worker_sql_statements_per_flow,
-      },
-      commits_per_flow: {
-        target: `≤ ${TARGETS.commits_per_flow}`,
-        measured: commitsMeasured === null ? '?' : `${commitsMeasured}${commitsPerFlow ? '' : ' (xact_commit, whole run)'}`,
-        met: commitsMeasured === null ? null : commitsMeasured <= TARGETS.commits_per_flow,
-      },
-      rss_mb: {
-        target: kind === 'postgres' ? `≤ ${rssTarget} MB per process (PostgreSQL)` : `≤ ${rssTarget} MB for npm start (embedded)`,
-        measured: rssMb === null ? '?' : inProcess ? `${rssMb.max} MB (whole bench process; a server's alone: --processes)` : `${rssMb.max} MB (largest)`,
-        // In process the figure holds the bench's own threads and heaps too: an upper bound of the
-        // server's that judges nothing (`--processes` measures each server process apart).
-        met: rssMb === null || inProcess ? null : rssMb.max <= rssTarget,
-      },
-    } satisfies Record<string, TargetResult>;
+    // Targets: reported, never a failure.
+    const targets = judgeTargets({
+      kind,
+      inProcess: opts.processes === null,
+      flowsPerS,
+      p99ByCall: Object.fromEntries(steps.filter((x) => !SANDBOX_STEPS.has(x)).map((e) => [STEP_NAMES[e], endpoints[e]!])),
+      cpuMsPerFlow,
+      statementsBySource,
+      commits: commitsPerFlow ? { perFlow: commitsPerFlow.total, from: 'window' } : xact?.per_flow != null ? { perFlow: xact.per_flow, from: 'xact_commit' } : null,
+      rssMb,
+    });
 
     // Correctness: every side effect of the whole run against what the API answered (bench/checks.ts).
     const captureTotals = result.totals['POST /checkout/orders/capture'];
@@ -746,13 +710,7 @@ async function main(): Promise<number> {
             ? `startWorker(ctx, log, { schedules: [${BENCH_SCHEDULES.map((x) => x.name).join(', ')}], withApi: true }); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`
             : `serve's worker child or the checkstand worker processes (default schedules, polling and gather window); endpoint subscribed to ${WEBHOOK_TYPES.join(', ')}`,
       },
-      targets: {
-        funnels_per_s: rateTarget,
-        funnels_per_s_goal: rateGoal,
-        p99_per_call: p99Targets,
-        ...moreTargets,
-        all_met: [rateTarget, ...Object.values(p99Targets), ...Object.values(moreTargets)].every((x) => x.met !== false),
-      },
+      targets,
       results: {
         measured_s: Math.round(windowMs) / 1000,
         flows: {
