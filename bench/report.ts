@@ -7,7 +7,7 @@ import type { ProfileSummary } from './profile.ts';
 import { FIRST_CHARGE, FUNNEL_LINE } from './provider.ts';
 import type { BenchLogLevel, Options } from './options.ts';
 import { serverCommand, serverProcessesLabel } from './server-processes.ts';
-import { type LatencySummary, type ReceiverStats, SANDBOX_STEPS, SCENARIO_STEPS, type Scenario, STEP_NAMES, type StepTotals } from './stats.ts';
+import { type EndpointSamples, type LatencySummary, type ReceiverStats, SANDBOX_STEPS, SCENARIO_STEPS, type Scenario, STEP_NAMES, type StepTotals } from './stats.ts';
 import { walLine, type WalFigures } from './wal.ts';
 
 /** The issue's targets on a 2-core machine (issue 13), and its goals beyond them. */
@@ -36,11 +36,8 @@ export function fmtCounts(counts: Record<string, number>): string {
   return entries.length ? entries.map(([k, v]) => `${k}: ${v}`).join(', ') : 'none';
 }
 
-export interface EndpointReport extends LatencySummary {
-  statuses: Record<string, number>;
-  outcomes: Record<string, number>;
-  errors: Record<string, number>;
-}
+/** An endpoint's figures in the report: its latency summary and the window's counts as the driver sent them. */
+export type EndpointReport = LatencySummary & Omit<EndpointSamples, 'latencies'>;
 
 export interface Check {
   name: string;

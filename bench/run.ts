@@ -44,7 +44,7 @@ import { type ServerProcesses, serverCommand, startServerProcesses } from './ser
 import { type DriverResult, nextMessage, runDriver, startTsWorker } from './threads.ts';
 import { enableWalInspect, walBetween, walPosition, type WalFigures } from './wal.ts';
 import { countStatements } from './statement-count.ts';
-import { CpuWindow, type CpuWindowFigures } from './window-cpu.ts';
+import { CpuWindow } from './window-cpu.ts';
 import { type Options, parseOptions, USAGE } from './options.ts';
 import { checkSideEffects } from './checks.ts';
 import { CAPTURE_RETRIES, cardLine, FIRST_CHARGE, flowLines, setUpProvider } from './provider.ts';
@@ -301,7 +301,6 @@ async function main(): Promise<number> {
       tids: benchTids,
       threads: () => ({ driver: driverThread, sandbox: sandboxThread, receiver: receiverThread }),
     });
-    let cpu: CpuWindowFigures | null = null;
     let lastElu = performance.eventLoopUtilization();
     let poolWaitingMax = 0;
     const serverStore = rt.ctx.store;
@@ -338,8 +337,6 @@ async function main(): Promise<number> {
     let profileStopped: Promise<CpuProfile | null> | undefined;
     const receiver = receiverThread;
     const uniqueNow = () => receiverStats(receiver).then((s) => s.unique, () => -1);
-    let windowOpened = false;
-    let windowClosed = false;
 
     let result: DriverResult;
     try {
@@ -350,7 +347,6 @@ async function main(): Promise<number> {
         },
         (phase) => {
           if (phase === 'measure') {
-            windowOpened = true;
             cpuWindow.open();
             if (callgrindPid !== null) {
               try {
@@ -371,8 +367,7 @@ async function main(): Promise<number> {
             if (statsClient) walAtStart = walPosition(statsClient).catch(() => null);
             receivedAtStart = uniqueNow();
             if (profiler) profileStarted = profiler.start();
-          } else if (phase === 'drain' && windowOpened && !windowClosed) {
-            windowClosed = true;
+          } else if (phase === 'drain' && cpuWindow.isOpen) {
             if (callgrindPid !== null && callgrindZeroed) {
               try {
                 const dumped = dumpCounters(callgrindPid, callgrindDir!);
@@ -382,7 +377,7 @@ async function main(): Promise<number> {
                 log(`callgrind: ${err instanceof Error ? err.message : String(err)}`);
               }
             }
-            cpu = cpuWindow.close();
+            cpuWindow.close();
             if (!servers) {
               dbStatementsInWindow = db.statements - dbAtStart.statements;
               if (rt!.ctx.store.kind === 'postgres') dbWritesInWindow = db.writes - dbAtStart.writes;
@@ -565,8 +560,7 @@ async function main(): Promise<number> {
     const flowsPerS = windowMs > 0 ? (result.flowsCompleted * 1000) / windowMs : 0;
 
     const perFlow = (n: number | null) => (n !== null && result.flowsCompleted > 0 ? Math.round((n / result.flowsCompleted) * 10) / 10 : null);
-    // Set in the driver's phase callback (TypeScript cannot see that it ran).
-    const w = cpu as CpuWindowFigures | null;
+    const w = cpuWindow.figures;
     const mainCores = w?.serverCores ?? null;
     const cpuMsPerFlow = mainCores !== null ? perFlow(mainCores * windowMs) : null;
     const postgresCores = w?.postgresCores ?? null;

@@ -2,8 +2,8 @@
  * What the machine spent over the measured window: the server's CPU (its threads in process, or
  * every `--processes` process), the bench's own threads, PostgreSQL's processes on this machine,
  * the whole machine, the event loops' utilisation, the time spent waiting for a core, and the
- * server's RSS at the window's end. `open()` when the window opens, `close()` when it closes; the
- * figures are per wall second (cores) or ms, put per funnel by the report.
+ * server's RSS at the window's end. `open()` when the window opens, `close()` when it closes, then
+ * `figures`; they are per wall second (cores) or ms, put per funnel by the report.
  */
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
@@ -66,6 +66,18 @@ export class CpuWindow {
     },
   ) {}
 
+  private closed: CpuWindowFigures | null = null;
+
+  /** Opened and not closed yet. */
+  get isOpen(): boolean {
+    return this.start !== undefined;
+  }
+
+  /** What close() measured; null before, or when the window never opened. */
+  get figures(): CpuWindowFigures | null {
+    return this.closed;
+  }
+
   private serverPids(): number[] {
     return this.d.servers ? serverMainPids(this.d.servers) : [process.pid];
   }
@@ -87,21 +99,24 @@ export class CpuWindow {
     };
   }
 
-  /** The figures since open(); null when the window never opened. */
-  close(): CpuWindowFigures | null {
+  /** Ends the window (once; nothing when it never opened) and keeps what it measured in `figures`. */
+  close(): void {
     const s = this.start;
-    if (!s) return null;
+    if (!s) return;
+    this.start = undefined;
     const wallMs = performance.now() - s.at;
     const threads = this.d.threads();
     const benchEnd = benchThreadsCpuMs(this.d.tids);
     const used = process.cpuUsage(s.usage);
     const m = machineCpu();
+    // PostgreSQL's processes on this machine, looked up once (a scan of /proc) for its CPU and its waits.
+    const pgPids = s.postgres || s.sched.postgres ? localPostgresPids(this.d.databaseUrl) : [];
     const servers = this.d.servers;
 
     let runQueue: RunQueueFigures | null = null;
     {
       const server = waitBetween(s.sched.server, schedSnapshot(this.serverPids()));
-      const postgres = s.sched.postgres ? waitBetween(s.sched.postgres, schedSnapshot(localPostgresPids(this.d.databaseUrl))) : null;
+      const postgres = s.sched.postgres ? waitBetween(s.sched.postgres, schedSnapshot(pgPids)) : null;
       const byProcess = servers ? Object.fromEntries([...server.byPid].map(([pid, ms]) => [`${servers.role(pid)} ${pid}`, ms])) : null;
       if (s.sched.server.size > 0) {
         runQueue = { wallMs, serverMs: server.totalMs, serverMaxMs: server.maxMs, serverByProcess: byProcess, postgresMs: postgres?.totalMs ?? null, steal: stealShare(s.sched.ticks, readCpuTicks()) };
@@ -145,7 +160,7 @@ export class CpuWindow {
       rssMb = { per_process: { [`this process ${process.pid}`]: rss }, max: rss };
     }
 
-    return {
+    this.closed = {
       wallMs,
       serverElu: servers ? null : performance.eventLoopUtilization(s.elu).utilization,
       threadElu: eachBenchThread((t) => threadElu(threads[t], s.threadElu[t])),
@@ -154,7 +169,7 @@ export class CpuWindow {
       serverCores,
       serverThreadCpuMs,
       machineCores: (m.busy - s.machine.busy) / wallMs,
-      postgresCores: s.postgres ? cpuBetweenMs(s.postgres, cpuSnapshot(localPostgresPids(this.d.databaseUrl))) / wallMs : null,
+      postgresCores: s.postgres ? cpuBetweenMs(s.postgres, cpuSnapshot(pgPids)) / wallMs : null,
       runQueue,
       rssMb,
       cpuMsByProcess,
